@@ -1,0 +1,63 @@
+# Every target a developer or CI needs; `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+BIN := .venv/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+# Never let uv download an interpreter: the project uses the machine's Python 3.11+.
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: help install run test lint typecheck fmt materialize serve dagster bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 14
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
+
+$(BIN)/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --python $(PYTHON)
+	@touch $@
+
+install: $(BIN)/.synced ## create .venv with the locked dependencies (uv.lock)
+
+run: install ## materialize the embedded market, create a demo key, serve on http://$(HOST):$(PORT)
+	$(BIN)/mi materialize
+	$(BIN)/mi serve --host $(HOST) --port $(PORT)
+
+materialize: install ## materialize every asset of every market into data/
+	$(BIN)/mi materialize
+
+serve: install ## serve the API on http://$(HOST):$(PORT)
+	$(BIN)/mi serve --host $(HOST) --port $(PORT)
+
+dagster: install ## open the Dagster UI on http://127.0.0.1:3000 (instance under data/dagster)
+	DAGSTER_HOME=$(CURDIR) $(BIN)/dagster dev
+
+lint: install ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install ## mypy over pipelines, api and mi
+	$(BIN)/mypy
+
+fmt: install ## apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint typecheck ## lint, type-check and run the whole test suite
+	$(BIN)/pytest -n 2
+
+bench: install ## run the benchmarks and print their table
+	$(BIN)/python -m benchmarks
+
+clean: ## remove the environment and every generated file under data/
+	rm -rf .venv $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
+	find data -mindepth 1 ! -name README.md -exec rm -rf {} +

@@ -1,0 +1,7 @@
+"""Subcommands of `mi`, one module per concern; `ALL` is what `mi.cli` registers."""
+
+from __future__ import annotations
+
+import click
+
+ALL: list[click.Command] = []

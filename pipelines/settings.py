@@ -1,0 +1,52 @@
+"""Pipeline settings, built from an environment mapping by `load_settings` (never read at import)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+DEFAULT_SEED = 20_260_101
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Where the pipeline reads and writes, and which sources it uses."""
+
+    data_dir: Path
+    sources_config: Path | None
+    """A sources TOML file selecting connectors per market; None means the embedded market."""
+    seed: int
+    """Seed of the embedded market: the same seed gives the same files."""
+    end_date: date | None
+    """Last day of the embedded market; None means today (UTC) at run time."""
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.data_dir / "warehouse"
+
+    @property
+    def duckdb_path(self) -> Path:
+        return self.data_dir / "warehouse.duckdb"
+
+    @property
+    def embedded_dir(self) -> Path:
+        return self.data_dir / "sources" / "embedded"
+
+    def resolved_end_date(self) -> date:
+        return self.end_date or datetime.now(UTC).date()
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
+    """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED` and `MI_END_DATE` (all optional)."""
+    env = os.environ if env is None else env
+    end = env.get("MI_END_DATE")
+    sources = env.get("MI_SOURCES")
+    return PipelineSettings(
+        data_dir=Path(env.get("MI_DATA_DIR", "data")).resolve(),
+        sources_config=Path(sources).resolve() if sources else None,
+        seed=int(env.get("MI_SEED", DEFAULT_SEED)),
+        end_date=date.fromisoformat(end) if end else None,
+    )
