@@ -22,6 +22,8 @@ class PipelineSettings:
     """Seed of the embedded market: the same seed gives the same files."""
     end_date: date | None
     """Last day of the embedded market; None means today (UTC) at run time."""
+    instruments: int | None = None
+    """Total instruments of a scaled embedded market (benchmarks); None means the default universe."""
 
     @property
     def warehouse_dir(self) -> Path:
@@ -40,7 +42,7 @@ class PipelineSettings:
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
-    """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED` and `MI_END_DATE` (all optional)."""
+    """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE` and `MI_INSTRUMENTS` (all optional)."""
     env = os.environ if env is None else env
     end = env.get("MI_END_DATE")
     sources = env.get("MI_SOURCES")
@@ -49,4 +51,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
         sources_config=Path(sources).resolve() if sources else None,
         seed=int(env.get("MI_SEED", DEFAULT_SEED)),
         end_date=date.fromisoformat(end) if end else None,
+        instruments=int(env["MI_INSTRUMENTS"]) if env.get("MI_INSTRUMENTS") else None,
     )
