@@ -1,0 +1,149 @@
+"""Metering configuration (`config/metering.toml`) as typed objects, and the pure cost function."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config" / "metering.toml"
+MARKETS = ("crypto", "forex", "commodities", "stocks")
+
+
+class MeteringConfigError(ValueError):
+    """The metering configuration is invalid, or names an operation it does not price."""
+
+
+class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Rate and connection limits of every limited plan."""
+
+    requests_per_window: int = 300
+    window_seconds: int = 60
+    concurrent: int = 10
+    request_timeout_seconds: int = 120
+
+
+class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A plan's budget (None: no budget limit), whether rate limits apply, and its markets."""
+
+    monthly_budget: int | None = None
+    daily_cap: int | None = None
+    limited: bool = True
+    markets: tuple[str, ...] = MARKETS
+
+    @property
+    def unlimited_budget(self) -> bool:
+        return self.monthly_budget is None or self.daily_cap is None
+
+
+class ScaledCost(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A cost that scales with one integer parameter, after the route's default and clamp."""
+
+    param: str
+    steps: tuple[tuple[int, int], ...]
+    otherwise: int
+    source: str = "query"
+    default: int | None = None
+    min: int | None = None
+    max: int | None = None
+    by_points: bool = False
+
+    def for_value(self, value: int | None) -> int:
+        """Tokens for a parameter value already defaulted and clamped (None: `otherwise`)."""
+        if value is None:
+            return self.otherwise
+        for bound, tokens in self.steps:
+            if value <= bound:
+                return tokens
+        return self.otherwise
+
+    def clamp(self, value: int | None) -> int | None:
+        if value is None:
+            return self.default
+        if self.min is not None:
+            value = max(value, self.min)
+        if self.max is not None:
+            value = min(value, self.max)
+        return value
+
+    @property
+    def ceiling(self) -> int:
+        return max([self.otherwise, *(tokens for _, tokens in self.steps)])
+
+
+Cost = int | ScaledCost
+
+
+class MeteringConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Everything metering needs: plans, limits, costs per operation, the upgrade address."""
+
+    plans: dict[str, Plan]
+    costs: dict[str, Cost]
+    upgrade_url: str
+    limits: Limits = msgspec.field(default_factory=Limits)
+
+    def plan(self, name: str) -> Plan:
+        try:
+            return self.plans[name]
+        except KeyError:
+            raise MeteringConfigError(f"unknown plan {name!r}") from None
+
+    def cost_rule(self, operation: str) -> Cost:
+        try:
+            return self.costs[operation]
+        except KeyError:
+            raise MeteringConfigError(f"no cost configured for operation {operation!r}") from None
+
+
+def load_config(path: Path | None = None) -> MeteringConfig:
+    """Read and validate the metering TOML file (default: `config/metering.toml`)."""
+    with (path or DEFAULT_CONFIG_PATH).open("rb") as handle:
+        raw = tomllib.load(handle)
+    try:
+        return msgspec.convert(raw, MeteringConfig)
+    except msgspec.ValidationError as exc:
+        raise MeteringConfigError(str(exc)) from exc
+
+
+def _as_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def scaling_value(
+    rule: ScaledCost, query: Mapping[str, object], path: Mapping[str, object]
+) -> int | None:
+    """The rule's parameter after default and clamp; an unparsable value counts as absent."""
+    source = path if rule.source == "path" else query
+    return rule.clamp(_as_int(source.get(rule.param)))
+
+
+def request_cost(
+    config: MeteringConfig,
+    operation: str,
+    query: Mapping[str, object] | None = None,
+    path: Mapping[str, object] | None = None,
+) -> int:
+    """Tokens charged up-front for one request of `operation` with these parameters."""
+    rule = config.cost_rule(operation)
+    if isinstance(rule, int):
+        return rule
+    return rule.for_value(scaling_value(rule, query or {}, path or {}))
+
+
+def points_cost(config: MeteringConfig, operation: str, points: int) -> int | None:
+    """Final cost of a `by_points` operation that returned `points` points (None: not by points)."""
+    rule = config.cost_rule(operation)
+    if isinstance(rule, int) or not rule.by_points:
+        return None
+    return rule.for_value(points)

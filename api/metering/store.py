@@ -1,0 +1,128 @@
+"""The async `MeteringStore` interface, its key cache, and `open_store` choosing a backend by URL."""
+
+from __future__ import annotations
+
+import hmac
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from api.metering.config import MeteringConfig
+from api.metering.model import (
+    Account,
+    Admission,
+    Balance,
+    Charge,
+    KeyRecord,
+    LedgerEntry,
+    Usage,
+    hash_key,
+    key_id_of,
+)
+
+Clock = Callable[[], float]
+AUTH_CACHE_SECONDS = 30.0
+"""How long a verified key's (hash, plan) is reused; revocation is checked inside every admit."""
+
+
+class MeteringStore(ABC):
+    """Keys, balances and the ledger; every check-and-charge is one atomic step in the backend.
+
+    `clock` (tests only) replaces the backend's own clock; the store never lets time go backwards.
+    """
+
+    def __init__(self, config: MeteringConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self._auth_cache: dict[str, tuple[str, Account, float]] = {}
+
+    async def authenticate(self, key: str) -> Account | None:
+        """The account of a well-formed, known, unrevoked key; None otherwise."""
+        key_id = key_id_of(key)
+        if key_id is None:
+            return None
+        digest = hash_key(key)
+        cached = self._auth_cache.get(key_id)
+        if cached is not None and cached[2] > time.monotonic():
+            return cached[1] if hmac.compare_digest(cached[0], digest) else None
+        found = await self._lookup(key_id)
+        if found is None:
+            return None
+        stored_hash, plan, revoked = found
+        if revoked or not hmac.compare_digest(stored_hash, digest):
+            return None
+        account = Account(key_id=key_id, plan=plan)
+        self._auth_cache[key_id] = (stored_hash, account, time.monotonic() + AUTH_CACHE_SECONDS)
+        return account
+
+    @abstractmethod
+    async def _lookup(self, key_id: str) -> tuple[str, str, bool] | None:
+        """(sha256 hex, plan, revoked) of a key id, or None."""
+
+    @abstractmethod
+    async def admit(self, account: Account, route: str, cost: int) -> Admission:
+        """One atomic step: revocation, sliding-window rate, concurrency slot, budget, charge."""
+
+    @abstractmethod
+    async def settle(
+        self, charge: Charge, status: int, final: int | None = None
+    ) -> tuple[int, Balance]:
+        """Settle by response status: credit down to the net cost (a ledger row), free the slot.
+
+        `final` is a by-points route's cost for what it returned. Returns (net cost, balance).
+        """
+
+    @abstractmethod
+    async def balance(self, account: Account) -> Balance: ...
+
+    @abstractmethod
+    async def create_key(self, plan: str, name: str = "") -> str:
+        """Store a new key's hash and return the key (shown once, never stored)."""
+
+    @abstractmethod
+    async def list_keys(self) -> list[KeyRecord]: ...
+
+    @abstractmethod
+    async def revoke(self, key_id: str) -> bool:
+        """Revoke a key by id; True when a key was revoked now."""
+
+    @abstractmethod
+    async def topup(self, key_id: str, tokens: int) -> int:
+        """Add a one-time pack of `tokens`; returns the new pack balance (KeyError if unknown)."""
+
+    @abstractmethod
+    async def ledger(self, key_id: str, since: float = 0.0) -> list[LedgerEntry]: ...
+
+    @abstractmethod
+    async def usage(self, key_id: str) -> Usage:
+        """Plan, balance, and net spending by route today and this month (KeyError if unknown)."""
+
+    @abstractmethod
+    async def ping(self) -> float:
+        """Round-trip latency in ms; raises MeteringUnavailableError when the store is down."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+
+def default_store_url(data_dir: Path) -> str:
+    return f"sqlite:///{(data_dir / 'metering.sqlite3').resolve()}"
+
+
+def store_url_from_env(env: Mapping[str, str], data_dir: Path) -> str:
+    """`MI_METERING_URL`, else the SQLite file `<data_dir>/metering.sqlite3`."""
+    return env.get("MI_METERING_URL") or default_store_url(data_dir)
+
+
+def open_store(url: str, config: MeteringConfig, clock: Clock | None = None) -> MeteringStore:
+    """A store for `sqlite:///abs/path` or `redis://host:port/db[?prefix=...]` (connects lazily)."""
+    if url.startswith("sqlite:///"):
+        from api.metering.sqlite_store import SqliteMeteringStore
+
+        return SqliteMeteringStore(Path(url.removeprefix("sqlite:///")), config, clock)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from api.metering.redis_store import RedisMeteringStore
+
+        return RedisMeteringStore(url, config, clock)
+    raise ValueError(f"unsupported metering store URL {url!r} (sqlite:///path or redis://...)")

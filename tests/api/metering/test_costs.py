@@ -1,0 +1,153 @@
+"""Token costs: every threshold of the spec's table and decisions.md, from config/metering.toml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from api.metering.config import (
+    MeteringConfigError,
+    load_config,
+    points_cost,
+    request_cost,
+)
+
+CONFIG = load_config()
+
+FIXED = {
+    "ping": 1,
+    "list-symbols": 1,
+    "search-instruments": 2,
+    "get-detail": 5,
+    "scorecard": 10,
+    "get-market-summary": 3,
+    "get-article": 3,
+    "get-instrument-analysis": 10,
+    "get-recent-buys": 3,
+    "get-recent-sells": 3,
+    "get-recommendations": 5,
+    "get-current-action": 5,
+    "get-indicators": 8,
+    "get-current-trend": 5,
+    "get-trend-segments": 8,
+    "legacy-trends": 5,
+}
+
+BRIEFS = [(1, 3), (10, 3), (11, 4), (25, 4), (26, 5), (50, 5), (51, 6), (100, 6), (101, 7),
+          (250, 7), (251, 8), (500, 8), (10_000, 8), (0, 3), (-5, 3)]  # fmt: skip
+SENTIMENT = [(1, 3), (30, 3), (31, 5), (90, 5), (91, 7), (180, 7), (181, 9), (365, 9), (366, 11),
+             (730, 11), (731, 12), (3650, 12), (99_999, 12)]  # fmt: skip
+TREND_HISTORY = [(1, 5), (30, 5), (31, 7), (90, 7), (91, 9), (365, 9), (366, 11), (730, 11),
+                 (731, 13), (1500, 13), (1501, 15), (5000, 15), (0, 5)]  # fmt: skip
+YEARS = [(1, 8), (2, 10), (3, 12), (4, 14), (5, 16), (6, 18), (9, 18), (10, 20), (20, 20),
+         (50, 20), (0, 8)]  # fmt: skip
+PRICE_LIMIT = [(1, 2), (30, 2), (31, 3), (90, 3), (91, 4), (365, 4), (366, 5), (10_000, 5)]
+
+
+@pytest.mark.parametrize(("operation", "tokens"), FIXED.items())
+def test_fixed_cost_matches_the_table(operation: str, tokens: int) -> None:
+    assert request_cost(CONFIG, operation) == tokens
+
+
+@pytest.mark.parametrize("operation", ["get-recent-briefs", "search-briefs"])
+@pytest.mark.parametrize(("limit", "tokens"), BRIEFS)
+def test_briefs_cost_scales_with_clamped_limit(operation: str, limit: int, tokens: int) -> None:
+    assert request_cost(CONFIG, operation, {"limit": str(limit)}) == tokens
+
+
+@pytest.mark.parametrize(("operation", "tokens"), [("get-recent-briefs", 3), ("search-briefs", 4)])
+def test_briefs_cost_uses_the_route_default_limit(operation: str, tokens: int) -> None:
+    assert request_cost(CONFIG, operation, {}) == tokens
+
+
+@pytest.mark.parametrize(("limit", "tokens"), SENTIMENT)
+def test_sentiment_history_cost_scales_with_limit(limit: int, tokens: int) -> None:
+    assert request_cost(CONFIG, "get-sentiment-history", {"limit": str(limit)}) == tokens
+
+
+@pytest.mark.parametrize(("days", "tokens"), SENTIMENT)
+def test_legacy_sentiment_costs_as_sentiment_history_with_days_path_segment(
+    days: int, tokens: int
+) -> None:
+    assert request_cost(CONFIG, "legacy-sentiment", path={"days": days}) == tokens
+
+
+def test_sentiment_history_default_limit_costs_3() -> None:
+    assert request_cost(CONFIG, "get-sentiment-history") == 3
+
+
+@pytest.mark.parametrize(("limit", "tokens"), TREND_HISTORY)
+def test_trend_history_cost_scales_with_path_limit(limit: int, tokens: int) -> None:
+    assert request_cost(CONFIG, "get-trend-history", path={"limit": limit}) == tokens
+
+
+@pytest.mark.parametrize("operation", ["get-backtest-history", "get-backtest-summary"])
+@pytest.mark.parametrize(("years", "tokens"), YEARS)
+def test_backtest_cost_scales_with_years(operation: str, years: int, tokens: int) -> None:
+    assert request_cost(CONFIG, operation, {"years": str(years)}) == tokens
+
+
+@pytest.mark.parametrize("operation", ["get-backtest-history", "get-backtest-summary"])
+def test_backtest_default_years_is_2_and_costs_10(operation: str) -> None:
+    assert request_cost(CONFIG, operation, {}) == 10
+
+
+@pytest.mark.parametrize("value", ["abc", "", "1.5", None])
+def test_unparsable_parameter_counts_as_its_default(value: str | None) -> None:
+    assert request_cost(CONFIG, "get-backtest-history", {"years": value}) == 10
+
+
+def test_price_history_full_series_costs_5() -> None:
+    assert request_cost(CONFIG, "get-price-history", {}) == 5
+
+
+@pytest.mark.parametrize(("limit", "tokens"), PRICE_LIMIT)
+def test_price_history_up_front_cost_is_bounded_by_limit(limit: int, tokens: int) -> None:
+    assert request_cost(CONFIG, "get-price-history", {"limit": str(limit)}) == tokens
+
+
+@pytest.mark.parametrize(("points", "tokens"), [(0, 2), *PRICE_LIMIT])
+def test_price_history_final_cost_follows_points_returned(points: int, tokens: int) -> None:
+    assert points_cost(CONFIG, "get-price-history", points) == tokens
+
+
+def test_points_cost_is_none_for_routes_not_priced_by_points() -> None:
+    assert points_cost(CONFIG, "get-recent-briefs", 10) is None
+    assert points_cost(CONFIG, "ping", 10) is None
+
+
+def test_unknown_operation_is_a_config_error() -> None:
+    with pytest.raises(MeteringConfigError):
+        request_cost(CONFIG, "get-everything")
+
+
+def test_plans_budgets_and_daily_caps() -> None:
+    expected = {"sandbox": (3_000, 1_000), "quant": (250_000, 25_000), "pro": (1_000_000, 100_000)}
+    for name, (monthly, daily) in expected.items():
+        plan = CONFIG.plan(name)
+        assert (plan.monthly_budget, plan.daily_cap, plan.limited) == (monthly, daily, True)
+
+
+def test_internal_plan_has_no_budget_or_rate_limit() -> None:
+    internal = CONFIG.plan("internal")
+    assert internal.unlimited_budget
+    assert not internal.limited
+
+
+def test_rate_and_connection_limits() -> None:
+    limits = CONFIG.limits
+    assert (limits.requests_per_window, limits.window_seconds) == (300, 60)
+    assert (limits.concurrent, limits.request_timeout_seconds) == (10, 120)
+
+
+def test_every_plan_includes_every_launched_market_by_default() -> None:
+    for plan in CONFIG.plans.values():
+        assert set(plan.markets) == {"crypto", "forex", "commodities", "stocks"}
+
+
+def test_config_rejects_unknown_fields(tmp_path: Path) -> None:
+    path = tmp_path / "metering.toml"
+    path.write_text('upgrade_url = "u"\nbogus = 1\n[plans]\n[costs]\n')
+    with pytest.raises(MeteringConfigError):
+        load_config(path)
