@@ -1,0 +1,1 @@
+"""Instruments domain of the raw layer: validation and the instruments assets."""

@@ -1,0 +1,1 @@
+"""Daily prices domain of the raw layer: connectors, validation, assets and checks."""
