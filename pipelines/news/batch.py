@@ -1,0 +1,134 @@
+"""A market's news batch: every feed parsed, articles deduplicated across feeds, rejects collected."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+import polars as pl
+
+from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
+from pipelines.news.model import FeedDocument, NewsItem, Reject
+from pipelines.news.parse import ParsePolicy, parse_document
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """An item merged into an article read earlier (same guid or same canonical link)."""
+
+    article_id: str
+    feed: str
+    location: str
+    kept_feed: str
+    kept_location: str
+
+
+@dataclass(frozen=True)
+class RawNewsBatch:
+    """What one read of a market's feeds produced, as catalog-conformed frames plus counts.
+
+    Every item read is accounted for: `items_read == len(articles) + len(duplicates) + item rejects`.
+    """
+
+    market: str
+    feeds: int
+    items_read: int
+    articles: pl.DataFrame
+    """RAW_NEWS rows, in reading order."""
+    rejects: pl.DataFrame
+    """NEWS_REJECTS rows, in reading order."""
+    duplicates: tuple[Duplicate, ...]
+
+    @property
+    def newest(self) -> datetime | None:
+        newest = self.articles.get_column("published_at").max()
+        return newest if isinstance(newest, datetime) else None
+
+
+def build_batch(
+    market: str, documents: Iterable[FeedDocument], policy: ParsePolicy
+) -> RawNewsBatch:
+    """Parse `documents` in `(feed, source)` order and merge items that are the same article."""
+    ordered = sorted(documents, key=lambda d: d.order)
+    items: list[NewsItem] = []
+    rejects: list[Reject] = []
+    items_read = 0
+    for document in ordered:
+        parsed = parse_document(document, policy)
+        items.extend(parsed.items)
+        rejects.extend(parsed.rejects)
+        items_read += parsed.items_read
+    articles, duplicates = deduplicate(items)
+    return RawNewsBatch(
+        market=market,
+        feeds=len(ordered),
+        items_read=items_read,
+        articles=articles_frame(market, articles),
+        rejects=rejects_frame(market, rejects),
+        duplicates=tuple(duplicates),
+    )
+
+
+def deduplicate(items: Iterable[NewsItem]) -> tuple[list[NewsItem], list[Duplicate]]:
+    """Keep the first item of each article; a later item with a known guid or link merges into it.
+
+    The first item's `article_id` names the article; the keys of every merged item are learnt too,
+    so a chain (A shares a guid with B, B a link with C) is one article.
+    """
+    kept: dict[str, NewsItem] = {}
+    owner: dict[str, str] = {}  # "guid:…" / "link:…" -> article_id of the kept item
+    duplicates: list[Duplicate] = []
+    for item in items:
+        keys = _identity_keys(item)
+        match = next((owner[k] for k in keys if k in owner), None)
+        if match is None and item.article_id in kept:
+            match = item.article_id  # a guid equal to another item's link hashes alike
+        if match is None:
+            kept[item.article_id] = item
+            match = item.article_id
+        else:
+            first = kept[match]
+            duplicates.append(
+                Duplicate(match, item.feed, item.location, first.feed, first.location)
+            )
+        owner.update(dict.fromkeys(keys, match))
+    return list(kept.values()), duplicates
+
+
+def _identity_keys(item: NewsItem) -> list[str]:
+    keys = [f"guid:{item.guid}"] if item.guid else []
+    return keys + ([f"link:{item.link}"] if item.link else [])
+
+
+def articles_frame(market: str, items: list[NewsItem]) -> pl.DataFrame:
+    rows = [
+        {
+            "market": market,
+            "article_id": i.article_id,
+            "feed": i.feed,
+            "guid": i.guid,
+            "link": i.link,
+            "title": i.title,
+            "body": i.body,
+            "published_at": i.published_at,
+        }
+        for i in items
+    ]
+    schema = {c: t for c, t in RAW_NEWS.schema.items() if c != "timestamp"}
+    frame = pl.DataFrame(rows, schema=schema)
+    return RAW_NEWS.conform(frame.with_columns(timestamp=pl.col("published_at").dt.epoch("ms")))
+
+
+def rejects_frame(market: str, rejects: list[Reject]) -> pl.DataFrame:
+    rows = [
+        {
+            "market": market,
+            "source": r.source,
+            "location": r.location,
+            "record": r.record,
+            "reason": r.reason,
+        }
+        for r in rejects
+    ]
+    return NEWS_REJECTS.conform(pl.DataFrame(rows, schema=NEWS_REJECTS.schema))

@@ -1,0 +1,220 @@
+"""Parse one fetched feed document (RSS 2.0 or Atom 1.0) into normalised items and rejects."""
+
+from __future__ import annotations
+
+import calendar
+import io
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import feedparser
+
+from pipelines.news.model import REASON_SEPARATOR, FeedDocument, NewsItem, Reject
+from pipelines.news.text import (
+    article_id,
+    canonical_guid,
+    canonical_link,
+    html_to_text,
+    normalise_whitespace,
+)
+
+RECORD_LIMIT = 8_000
+"""Characters of raw text kept in a reject's `record` (a whole item, or the head of a bad document)."""
+
+_RAW_ITEM = re.compile(r"<(item|entry)\b[\s\S]*?(?:</\1\s*>|$)")
+
+
+@dataclass(frozen=True)
+class ParsePolicy:
+    """What a parsed item is checked against: the reading instant and the clock skew allowed."""
+
+    now: datetime
+    clock_skew: timedelta = timedelta(minutes=15)
+
+
+@dataclass
+class ParsedFeed:
+    """The outcome of one document: its valid items in document order, and its rejects."""
+
+    items: list[NewsItem] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+    items_read: int = 0
+
+
+def parse_document(document: FeedDocument, policy: ParsePolicy) -> ParsedFeed:
+    """Every item of `document`; a document-level problem is one reject at location `feed`.
+
+    A malformed document (bad XML, wrong encoding) keeps every item feedparser salvages.
+    """
+    if document.content is None:
+        reason = f"unreadable feed: {document.error or 'no content'}"
+        return ParsedFeed(rejects=[_feed_reject(document, "", reason)])
+    if not document.content.strip():
+        reason = f"empty document: {len(document.content)} bytes"
+        return ParsedFeed(rejects=[_feed_reject(document, "", reason)])
+    # A stream, never bytes or a string: feedparser would treat those as a path or URL to open.
+    parsed = feedparser.parse(io.BytesIO(document.content), sanitize_html=True)
+    text = _decode(document.content, _raw(parsed, "encoding"))
+    entries: list[dict[str, Any]] = list(_raw(parsed, "entries", []))
+    outcome = ParsedFeed(items_read=len(entries))
+    problem = _document_problem(parsed, len(entries))
+    if problem:
+        outcome.rejects.append(_feed_reject(document, text, problem))
+    raw_items = _raw_items(text, len(entries))
+    for index, entry in enumerate(entries):
+        location = f"item {index + 1}"
+        item_or_reasons = parse_entry(entry, document, location, policy)
+        if isinstance(item_or_reasons, NewsItem):
+            outcome.items.append(item_or_reasons)
+        else:
+            record = raw_items[index] if raw_items else _entry_as_json(entry)
+            reason = REASON_SEPARATOR.join(item_or_reasons)
+            outcome.rejects.append(Reject(document.source, location, record[:RECORD_LIMIT], reason))
+    return outcome
+
+
+def parse_entry(
+    entry: dict[str, Any], document: FeedDocument, location: str, policy: ParsePolicy
+) -> NewsItem | list[str]:
+    """One normalised item, or the reasons it cannot be used."""
+    # dict.get, not entry.get: feedparser's own lookup warns about its `updated` fallback.
+    raw_guid = _text_field(entry, "id")
+    guid = canonical_guid(raw_guid) if raw_guid else None
+    link = canonical_link(_text_field(entry, "link") or "")
+    title = _title(entry)
+    body = _body(entry) or title or ""
+    published_at, date_problem = _published_at(entry)
+    reasons = []
+    if guid is None and link is None:
+        reasons.append(f"no guid and no link: {_describe_link(entry)}")
+    if date_problem:
+        reasons.append(date_problem)
+    elif published_at is not None and published_at > policy.now + policy.clock_skew:
+        reasons.append(
+            f"future date: {published_at.isoformat()} is after {policy.now.isoformat()} "
+            f"plus the allowed clock skew of {policy.clock_skew}"
+        )
+    if not body:
+        reasons.append("empty title and body: the item has no text")
+    if reasons or published_at is None:
+        return reasons
+    return NewsItem(
+        article_id=article_id(guid, link),
+        feed=document.feed,
+        source=document.source,
+        location=location,
+        guid=guid,
+        link=link,
+        title=title,
+        body=body,
+        published_at=published_at,
+    )
+
+
+def _decode(content: bytes, encoding: str | None) -> str:
+    """The document as text in the encoding feedparser settled on, for the rejects' records."""
+    try:
+        return content.decode(encoding or "utf-8", errors="replace")
+    except LookupError:
+        return content.decode("utf-8", errors="replace")
+
+
+def _raw(mapping: dict[str, Any], key: str, default: Any = None) -> Any:
+    """A stored value, bypassing FeedParserDict's aliases (its `updated` alias warns)."""
+    return dict.get(mapping, key, default)
+
+
+def _document_problem(parsed: dict[str, Any], entries: int) -> str | None:
+    exception = _raw(parsed, "bozo_exception")
+    salvaged = f"{entries} items salvaged"
+    if isinstance(
+        exception, feedparser.CharacterEncodingOverride | feedparser.CharacterEncodingUnknown
+    ):
+        return f"character encoding: {exception}; {salvaged}"
+    if not _raw(parsed, "version") and not entries:
+        detail = f" ({exception})" if exception else ""
+        return f"not an RSS or Atom feed: no feed format recognised{detail}"
+    if exception is not None:
+        return f"not well-formed XML: {exception}; {salvaged}"
+    return None
+
+
+def _feed_reject(document: FeedDocument, text: str, reason: str) -> Reject:
+    return Reject(document.source, "feed", text[:RECORD_LIMIT], reason)
+
+
+def _raw_items(text: str, entries: int) -> list[str] | None:
+    """The raw XML of each item, when it can be matched one to one with the parsed entries."""
+    raw = [match.group(0) for match in _RAW_ITEM.finditer(text)]
+    return raw if len(raw) == entries else None
+
+
+def _entry_as_json(entry: dict[str, Any]) -> str:
+    keys = ("id", "link", "title", "published", "updated", "summary")
+    return json.dumps({k: _raw(entry, k) for k in keys if _raw(entry, k)}, ensure_ascii=False)
+
+
+def _text_field(entry: dict[str, Any], key: str) -> str | None:
+    value = _raw(entry, key)
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _is_html(detail: Any) -> bool:
+    return isinstance(detail, dict) and "html" in str(_raw(detail, "type") or "")
+
+
+def _as_text(value: str, detail: Any) -> str:
+    return html_to_text(value) if _is_html(detail) else normalise_whitespace(value)
+
+
+def _title(entry: dict[str, Any]) -> str | None:
+    title = _text_field(entry, "title")
+    return _as_text(title, _raw(entry, "title_detail")) or None if title else None
+
+
+def _body(entry: dict[str, Any]) -> str:
+    """Text of the fullest body the item carries: its content, else its summary (description)."""
+    for content in _raw(entry, "content") or []:
+        value = _raw(content, "value") or ""
+        text = _as_text(value, content) if value.strip() else ""
+        if text:
+            return text
+    summary = _text_field(entry, "summary")
+    return _as_text(summary, _raw(entry, "summary_detail")) if summary else ""
+
+
+def _published_at(entry: dict[str, Any]) -> tuple[datetime | None, str | None]:
+    """The item's instant (published, else updated) in UTC, or the reason there is none."""
+    for key in ("published", "updated"):
+        parsed = _raw(entry, f"{key}_parsed")
+        if isinstance(parsed, time.struct_time):
+            return datetime.fromtimestamp(calendar.timegm(parsed), UTC), None
+        raw = _text_field(entry, key)
+        if raw:
+            fallback = _parse_date_fallback(raw)
+            if fallback is not None:
+                return fallback, None
+            return None, f"unparseable date: {key} {raw!r}"
+    return None, "missing date: the item has no published or updated date"
+
+
+def _parse_date_fallback(raw: str) -> datetime | None:
+    """RFC 822 or ISO 8601 dates feedparser refuses; one without a zone is UTC (the file-drop rule)."""
+    try:
+        instant = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        try:
+            instant = datetime.fromisoformat(raw)
+        except ValueError:
+            return None
+    return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
+
+
+def _describe_link(entry: dict[str, Any]) -> str:
+    link = _text_field(entry, "link")
+    return f"link {link!r} is not an absolute http(s) URL" if link else "neither is present"

@@ -1,0 +1,154 @@
+"""Where feed documents come from: the file drop, configured paths and URLs, or recorded bytes."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from pipelines.news.model import FeedDocument
+
+USER_AGENT = "market-intelligence-news/0.1 (+feed reader)"
+RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class NewsSource(ABC):
+    """Reads every feed of a market as raw documents; parsing is the same whatever the source."""
+
+    @abstractmethod
+    def documents(self, market: str) -> list[FeedDocument]:
+        """Every feed of `market`; a feed that cannot be read is a document with an `error`."""
+
+
+def read_file(path: Path, feed: str | None = None) -> FeedDocument:
+    """A local feed file; an unreadable file is a document with the reason, never an exception."""
+    name = feed or path.stem
+    try:
+        return FeedDocument(name, str(path), path.read_bytes())
+    except OSError as error:
+        return FeedDocument(name, str(path), None, f"{type(error).__name__}: {error}")
+
+
+@dataclass(frozen=True)
+class FileDropNewsSource(NewsSource):
+    """The file-drop layout: every `<root>/news/<market>/*.xml` is a feed of that market."""
+
+    root: Path
+
+    def documents(self, market: str) -> list[FeedDocument]:
+        folder = self.root / "news" / market
+        if not folder.is_dir():
+            return []
+        return [read_file(path) for path in sorted(folder.glob("*.xml")) if path.is_file()]
+
+
+@dataclass(frozen=True)
+class HttpFeedFetcher:
+    """GETs a feed URL with timeouts and a bounded number of attempts; failures become documents."""
+
+    timeout_seconds: float = 10.0
+    attempts: int = 3
+    backoff_seconds: float = 0.5
+    """Pause before the second attempt; doubled before each further one."""
+    max_bytes: int = 10 * 1024 * 1024
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, not {self.attempts}")
+
+    def fetch(self, url: str) -> FeedDocument:
+        headers = {
+            "User-Agent": USER_AGENT,
+            "Accept": "application/rss+xml, application/atom+xml, */*",
+        }
+        with httpx.Client(
+            timeout=self.timeout_seconds, headers=headers, follow_redirects=True
+        ) as client:
+            error = "no attempt made"
+            for attempt in range(1, self.attempts + 1):
+                if attempt > 1:
+                    self.sleep(self.backoff_seconds * 2 ** (attempt - 2))
+                content, error, retryable = self._attempt(client, url)
+                if content is not None:
+                    return FeedDocument(url, url, content)
+                if not retryable:
+                    break
+            return FeedDocument(url, url, None, f"{error} (after {attempt} attempt(s))")
+
+    def _attempt(self, client: httpx.Client, url: str) -> tuple[bytes | None, str, bool]:
+        """The body, or (None, what went wrong, whether another attempt may help)."""
+        try:
+            with client.stream("GET", url) as response:
+                if response.status_code != httpx.codes.OK:
+                    retryable = response.status_code in RETRYABLE_STATUSES
+                    return None, f"HTTP {response.status_code}", retryable
+                return self._read_bounded(response), "", False
+        except _TooLargeError as error:
+            return None, str(error), False
+        except httpx.HTTPError as error:
+            return None, f"{type(error).__name__}: {error}", True
+
+    def _read_bounded(self, response: httpx.Response) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise _TooLargeError(f"response larger than {self.max_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class _TooLargeError(Exception):
+    pass
+
+
+def is_url(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
+
+
+@dataclass(frozen=True)
+class FeedListNewsSource(NewsSource):
+    """Feeds listed per market: URLs (fetched over HTTP), feed files, and folders of `*.xml` feeds."""
+
+    feeds: Mapping[str, Sequence[str]]
+    """market -> URLs and paths of its feeds."""
+    fetcher: HttpFeedFetcher = field(default_factory=HttpFeedFetcher)
+
+    def documents(self, market: str) -> list[FeedDocument]:
+        return [
+            document for location in self.feeds.get(market, ()) for document in self._read(location)
+        ]
+
+    def _read(self, location: str) -> list[FeedDocument]:
+        if is_url(location):
+            return [self.fetcher.fetch(location)]
+        path = Path(location)
+        if path.is_dir():
+            return [read_file(p) for p in sorted(path.glob("*.xml")) if p.is_file()]
+        return [read_file(path)]
+
+
+@dataclass(frozen=True)
+class CombinedNewsSource(NewsSource):
+    """Every document of every part, in the parts' order (the batch re-sorts them by feed)."""
+
+    parts: Sequence[NewsSource]
+
+    def documents(self, market: str) -> list[FeedDocument]:
+        return [document for part in self.parts for document in part.documents(market)]
+
+
+@dataclass(frozen=True)
+class RecordedNewsSource(NewsSource):
+    """Documents held in memory: for tests and for replaying a captured fetch."""
+
+    recorded: Mapping[str, Sequence[FeedDocument]]
+
+    def documents(self, market: str) -> list[FeedDocument]:
+        return list(self.recorded.get(market, ()))
