@@ -1,0 +1,1 @@
+"""The warehouse: immutable Parquet files per table partition, a manifest naming the current ones, DuckDB views."""

@@ -1,0 +1,15 @@
+"""The warehouse's contribution to the Definitions: the IO manager every asset is stored through."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.settings import PipelineSettings
+from pipelines.warehouse.io_manager import WarehouseIOManager
+
+
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    io_manager = WarehouseIOManager(
+        warehouse_dir=str(settings.warehouse_dir), duckdb_path=str(settings.duckdb_path)
+    )
+    return dg.Definitions(resources={"io_manager": io_manager})

@@ -1,0 +1,70 @@
+"""The Dagster IO manager that stores every polars output as a warehouse table partition."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from pipelines.catalog import TABLES, Table
+from pipelines.warehouse.store import WHOLE_TABLE, Warehouse
+
+
+class WarehouseIOManager(dg.ConfigurableIOManager):
+    """Writes `pl.DataFrame` outputs to `<warehouse_dir>/<table>/market=<partition>/` via the manifest.
+
+    The table is the asset key's last component and must be a catalog table. An unpartitioned
+    asset writes the whole table as partition `all`. An output of `None` is not stored (assets
+    whose effect is outside the warehouse, such as source files).
+    """
+
+    warehouse_dir: str
+    duckdb_path: str | None = None
+    gc_grace_seconds: float = 600.0
+
+    def handle_output(
+        self, context: dg.OutputContext, obj: pl.DataFrame | pl.LazyFrame | None
+    ) -> None:
+        if obj is None:
+            return
+        table = table_for(context.asset_key)
+        frame = obj.collect() if isinstance(obj, pl.LazyFrame) else obj
+        if not isinstance(frame, pl.DataFrame):
+            raise TypeError(f"{table.name}: expected a polars DataFrame, got {type(obj).__name__}")
+        market = context.partition_key if context.has_partition_key else WHOLE_TABLE
+        commit = self.warehouse().write(table, market, frame)
+        if not commit.views_refreshed:
+            context.log.warning(f"{self.duckdb_path} stayed locked: its views lag the manifest")
+        context.add_output_metadata(
+            {
+                "row_count": dg.MetadataValue.int(commit.rows),
+                "path": dg.MetadataValue.path(str(commit.path)),
+                "version": dg.MetadataValue.int(commit.version),
+            }
+        )
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        table = table_for(context.asset_key)
+        markets = context.asset_partition_keys if context.has_asset_partitions else None
+        return self.warehouse().read(table, markets)
+
+    def warehouse(self) -> Warehouse:
+        return Warehouse(
+            root=Path(self.warehouse_dir),
+            duckdb_path=Path(self.duckdb_path) if self.duckdb_path else None,
+            gc_grace=timedelta(seconds=self.gc_grace_seconds),
+        )
+
+
+def table_for(asset_key: dg.AssetKey) -> Table:
+    """The catalog table an asset is stored as: its key's last component."""
+    name = asset_key.path[-1]
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(
+            f"asset {asset_key.to_user_string()!r} is not a warehouse table; "
+            f"its key must end in one of {sorted(TABLES)}"
+        ) from None

@@ -1,0 +1,105 @@
+"""The DuckDB views: every catalog table queryable, over exactly the manifest's current files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.catalog import INSTRUMENTS, RAW_NEWS, TABLES, read_manifest
+from pipelines.warehouse import views
+from pipelines.warehouse.store import Warehouse
+from tests.pipelines.warehouse.conftest import instruments_frame
+
+
+def _query(path: Path, sql: str) -> list[tuple[object, ...]]:
+    with views.connect(path) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_views_return_exactly_the_manifests_current_rows(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "ETH", "SOL"))
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
+    assert warehouse.duckdb_path is not None
+    rows = _query(warehouse.duckdb_path, "select market, symbol from instruments order by all")
+    assert rows == [("crypto", "ETH"), ("crypto", "SOL"), ("forex", "EURUSD")]
+
+
+def test_unwritten_tables_are_empty_typed_views(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    views.refresh_views(path, tmp_path / "warehouse", None)
+    for table in TABLES.values():
+        assert _query(path, f"select count(*) from {table.name}") == [(0,)]
+    described = _query(path, "select column_name, column_type from (describe raw_news)")
+    assert [name for name, _ in described] == RAW_NEWS.column_names
+    assert dict(described)["published_at"] == "TIMESTAMP WITH TIME ZONE"
+
+
+def test_view_types_match_the_written_files(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    assert warehouse.duckdb_path is not None
+    with views.connect(warehouse.duckdb_path) as con:
+        frame = con.sql("select * from instruments").pl()
+    assert frame.schema == INSTRUMENTS.schema
+
+
+def test_views_carry_the_catalog_descriptions(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    views.refresh_views(path, tmp_path / "warehouse", None)
+    [(comment,)] = _query(path, "select comment from duckdb_views() where view_name='instruments'")
+    assert comment == INSTRUMENTS.description
+    column_comments = dict(
+        _query(
+            path, "select column_name, comment from duckdb_columns() where table_name='instruments'"
+        )
+    )
+    assert column_comments == {c.name: c.description for c in INSTRUMENTS.columns}
+
+
+def test_the_meta_view_names_the_manifest_version(warehouse: Warehouse) -> None:
+    commit = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    assert warehouse.duckdb_path is not None
+    assert views.views_version(warehouse.duckdb_path) == (commit.version, str(warehouse.root))
+
+
+def test_a_write_still_commits_while_a_reader_holds_the_database(warehouse: Warehouse) -> None:
+    # Another process holds a read-only connection longer than the writer waits for the file.
+    assert warehouse.duckdb_path is not None
+    views.refresh_views(warehouse.duckdb_path, warehouse.root, None)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True);"
+            " print('held', flush=True); time.sleep(5)",
+            str(warehouse.duckdb_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        impatient = Warehouse(warehouse.root, warehouse.duckdb_path, views_timeout=0.2)
+        commit = impatient.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+    assert not commit.views_refreshed
+    manifest = read_manifest(warehouse.root)
+    assert manifest is not None
+    assert manifest.version == commit.version
+
+
+def test_a_corrupt_database_is_not_mistaken_for_a_lock(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    path.write_bytes(b"not a database" * 1000)
+    with pytest.raises(duckdb.Error) as raised:
+        views.refresh_views(path, tmp_path, None, timeout=0.1)
+    assert not isinstance(raised.value, views.ViewsLockedError)
