@@ -1,9 +1,10 @@
 """The raw news multi-asset (raw_news + news_rejects per market) and its checks."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: Dagster reads the asset's annotations at definition time.
 
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import dagster as dg
 
@@ -73,14 +74,15 @@ def _summary(batch: RawNewsBatch) -> str:
     )
 
 
-def _articles_metadata(batch: RawNewsBatch) -> dict[str, dg.RawMetadataValue]:
+def _articles_metadata(batch: RawNewsBatch) -> dict[str, Any]:
     newest = batch.newest
     return {
         "feeds": batch.feeds,
         "items_read": batch.items_read,
         "unique_articles": batch.articles.height,
         "duplicates_merged": len(batch.duplicates),
-        "rejects": batch.rejects.height,
+        "item_rejects": batch.item_rejects,
+        "feed_rejects": batch.rejects.height - batch.item_rejects,
         "newest_item": dg.MetadataValue.timestamp(newest) if newest else None,
         "duplicates": [
             {
@@ -94,7 +96,7 @@ def _articles_metadata(batch: RawNewsBatch) -> dict[str, dg.RawMetadataValue]:
     }
 
 
-def _rejects_metadata(batch: RawNewsBatch) -> dict[str, dg.RawMetadataValue]:
+def _rejects_metadata(batch: RawNewsBatch) -> dict[str, Any]:
     return {"rejects": batch.rejects.height, "items_read": batch.items_read, "feeds": batch.feeds}
 
 

@@ -28,7 +28,7 @@ class Duplicate:
 class RawNewsBatch:
     """What one read of a market's feeds produced, as catalog-conformed frames plus counts.
 
-    Every item read is accounted for: `items_read == len(articles) + len(duplicates) + item rejects`.
+    Every item read is accounted for: `items_read == len(articles) + len(duplicates) + item_rejects`.
     """
 
     market: str
@@ -39,6 +39,11 @@ class RawNewsBatch:
     rejects: pl.DataFrame
     """NEWS_REJECTS rows, in reading order."""
     duplicates: tuple[Duplicate, ...]
+
+    @property
+    def item_rejects(self) -> int:
+        """Rejected items, as opposed to rejected documents (location `feed`)."""
+        return self.rejects.filter(pl.col("location") != "feed").height
 
     @property
     def newest(self) -> datetime | None:

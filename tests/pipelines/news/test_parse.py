@@ -1,0 +1,208 @@
+"""Parsing one feed document: each field, each reject reason, and malformed documents."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pipelines.news.model import FeedDocument, NewsItem, Reject
+from pipelines.news.parse import ParsedFeed, ParsePolicy, parse_document
+
+from .conftest import NOW, fixture_document
+
+
+def rss(*items: str) -> FeedDocument:
+    xml = f'<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>t</title>{"".join(items)}</channel></rss>'
+    return FeedDocument("inline", "inline.xml", xml.encode())
+
+
+def only_item(parsed: ParsedFeed) -> NewsItem:
+    assert parsed.rejects == []
+    assert len(parsed.items) == 1
+    return parsed.items[0]
+
+
+def only_reject(parsed: ParsedFeed) -> Reject:
+    assert parsed.items == []
+    assert len(parsed.rejects) == 1
+    return parsed.rejects[0]
+
+
+@pytest.fixture
+def coinwire(policy: ParsePolicy) -> ParsedFeed:
+    return parse_document(fixture_document("crypto/coinwire.xml"), policy)
+
+
+@pytest.fixture
+def ledgerdaily(policy: ParsePolicy) -> ParsedFeed:
+    return parse_document(fixture_document("crypto/ledgerdaily.xml"), policy)
+
+
+def test_rss_item_fields_are_parsed_and_normalised(coinwire: ParsedFeed) -> None:
+    item = coinwire.items[0]
+    assert item.guid == "coinwire-1001"
+    assert item.link == "https://coinwire.example.com/markets/btc-rally?id=7"
+    assert item.title == "Bitcoin & Ether rally as ETF inflows surge"
+    assert (
+        item.body
+        == "Bitcoin rose 4% on Thursday, while ether gained 6%. Analysts “cautious” & upbeat."
+    )
+    assert item.published_at == datetime(2025, 1, 9, 13, 30, tzinfo=UTC)  # 14:30 +0100
+    assert (item.feed, item.location) == ("coinwire", "item 1")
+
+
+def test_atom_entry_fields_are_parsed_and_normalised(ledgerdaily: ParsedFeed) -> None:
+    item = ledgerdaily.items[2]
+    assert item.guid == "urn:ledgerdaily:stablecoins"
+    assert item.link == "https://ledgerdaily.example.org/2025/01/stablecoins?ref=home"
+    assert item.title == "Stablecoin supply hits record"
+    assert (
+        item.body == "Supply Total stablecoin supply passed $200bn this week."
+    )  # content beats summary
+    assert item.published_at == datetime(2025, 1, 9, 20, 45, tzinfo=UTC)  # only <updated>, -05:00
+
+
+def test_atom_published_is_preferred_to_updated(ledgerdaily: ParsedFeed) -> None:
+    assert ledgerdaily.items[0].published_at == datetime(2025, 1, 8, 18, 0, tzinfo=UTC)
+
+
+def test_item_missing_only_a_title_is_kept_with_a_null_title(coinwire: ParsedFeed) -> None:
+    untitled = next(i for i in coinwire.items if i.guid == "coinwire-1002")
+    assert untitled.title is None
+    assert untitled.body == "A market note published without a headline."
+
+
+def test_item_without_a_body_takes_its_title_as_body(policy: ParsePolicy) -> None:
+    item = only_item(
+        parse_document(
+            rss(
+                "<item><title>Headline only</title><guid>g</guid><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate></item>"
+            ),
+            policy,
+        )
+    )
+    assert (item.title, item.body) == ("Headline only", "Headline only")
+
+
+def test_item_without_guid_is_identified_by_its_canonical_link(coinwire: ParsedFeed) -> None:
+    item = next(i for i in coinwire.items if i.title == "Spot ether ETF approved")
+    assert item.guid is None
+    assert item.link == "https://news.example.com/markets/eth-etf"
+
+
+def test_a_guid_that_is_not_a_url_is_not_taken_for_a_link(policy: ParsePolicy) -> None:
+    # feedparser copies a permalink-by-default guid into `link`; an opaque one is no link.
+    item = only_item(
+        parse_document(
+            rss(
+                "<item><title>t</title><guid>opaque-9</guid><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate></item>"
+            ),
+            policy,
+        )
+    )
+    assert (item.guid, item.link) == ("opaque-9", None)
+
+
+def test_a_date_without_a_zone_is_read_as_utc(policy: ParsePolicy) -> None:
+    item = only_item(
+        parse_document(
+            rss(
+                "<item><title>t</title><guid>g</guid><pubDate>Thu, 09 Jan 2025 10:00:00</pubDate></item>"
+            ),
+            policy,
+        )
+    )
+    assert item.published_at == datetime(2025, 1, 9, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("location", "reason"),
+    [
+        ("item 3", "no guid and no link: neither is present"),
+        ("item 4", "unparseable date: published 'sometime last week'"),
+        ("item 7", "future date: 2033-01-01T00:00:00+00:00 is after 2025-01-10T12:00:00+00:00"),
+        ("item 8", "empty title and body: the item has no text"),
+        ("item 9", "missing date: the item has no published or updated date"),
+    ],
+)
+def test_each_invalid_item_is_rejected_with_its_reason_location_and_raw_text(
+    coinwire: ParsedFeed, location: str, reason: str
+) -> None:
+    reject = next(r for r in coinwire.rejects if r.location == location)
+    assert reject.reason.startswith(reason)
+    assert reject.source.endswith("coinwire.xml")
+    assert reject.record.startswith("<item>")
+    assert reject.record.endswith("</item>")
+
+
+def test_a_date_within_the_clock_skew_is_accepted_and_beyond_it_rejected() -> None:
+    document = rss(
+        "<item><title>t</title><guid>g</guid><pubDate>Fri, 10 Jan 2025 12:10:00 GMT</pubDate></item>"
+    )
+    assert only_item(
+        parse_document(document, ParsePolicy(now=NOW, clock_skew=timedelta(minutes=15)))
+    )
+    reject = only_reject(
+        parse_document(document, ParsePolicy(now=NOW, clock_skew=timedelta(minutes=5)))
+    )
+    assert reject.reason.startswith("future date:")
+
+
+def test_an_item_failing_several_rules_lists_every_reason(policy: ParsePolicy) -> None:
+    reject = only_reject(
+        parse_document(rss("<item><description>text</description></item>"), policy)
+    )
+    assert reject.reason == (
+        "no guid and no link: neither is present | missing date: the item has no published or updated date"
+    )
+
+
+def test_every_item_read_is_either_kept_or_rejected(coinwire: ParsedFeed) -> None:
+    assert coinwire.items_read == 9
+    assert len(coinwire.items) + len(coinwire.rejects) == coinwire.items_read
+
+
+def test_truncated_xml_keeps_the_salvaged_items_and_rejects_the_document(
+    policy: ParsePolicy,
+) -> None:
+    parsed = parse_document(fixture_document("malformed/truncated.xml"), policy)
+    assert [i.guid for i in parsed.items] == ["cutshort-1"]
+    feed_reject, item_reject = parsed.rejects
+    assert (feed_reject.location, item_reject.location) == ("feed", "item 2")
+    assert feed_reject.reason.startswith("not well-formed XML:")
+    assert feed_reject.record.startswith('<?xml version="1.0"')
+    assert "Second item is cut" in item_reject.record
+
+
+def test_non_utf8_bytes_are_decoded_and_the_document_rejected_for_its_encoding(
+    policy: ParsePolicy,
+) -> None:
+    parsed = parse_document(fixture_document("malformed/latin1.xml"), policy)
+    assert [i.title for i in parsed.items] == ["Café des marchés : l'euro recule"]
+    assert only_reject(ParsedFeed(rejects=parsed.rejects)).reason.startswith("character encoding:")
+
+
+def test_an_empty_file_is_rejected_as_an_empty_document(policy: ParsePolicy) -> None:
+    reject = only_reject(parse_document(fixture_document("malformed/empty.xml"), policy))
+    assert (reject.location, reject.reason) == ("feed", "empty document: 0 bytes")
+
+
+def test_a_file_that_is_not_xml_is_rejected_as_not_a_feed(policy: ParsePolicy) -> None:
+    reject = only_reject(parse_document(fixture_document("malformed/not-xml.xml"), policy))
+    assert reject.reason.startswith("not an RSS or Atom feed:")
+    assert "CSV export" in reject.record
+
+
+def test_an_html_page_is_rejected_as_not_a_feed(policy: ParsePolicy) -> None:
+    page = FeedDocument("page", "page.xml", b"<html><body><p>Moved</p></body></html>")
+    assert only_reject(parse_document(page, policy)).reason.startswith("not an RSS or Atom feed:")
+
+
+def test_an_unreadable_feed_is_rejected_with_the_read_error(policy: ParsePolicy) -> None:
+    missing = FeedDocument("gone", "https://x.example/feed", None, "HTTP 404 (after 1 attempt(s))")
+    reject = only_reject(parse_document(missing, policy))
+    assert (reject.location, reject.reason) == (
+        "feed",
+        "unreadable feed: HTTP 404 (after 1 attempt(s))",
+    )
