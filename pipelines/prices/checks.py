@@ -1,0 +1,76 @@
+"""Properties of the raw layer as pure functions: each returns the rows that break one property."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import polars as pl
+
+from pipelines.catalog import WEEKDAY_MARKETS
+
+SHOWN_ROWS = 20
+"""Offending rows carried in a check's metadata (enough to diagnose, small enough to render)."""
+
+
+def duplicate_keys(frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
+    """Every row whose key occurs more than once."""
+    return frame.filter(pl.len().over(key) > 1).sort(key)
+
+
+def non_positive_prices(prices: pl.DataFrame) -> pl.DataFrame:
+    """Bars with an open, high, low or close that is not a positive finite number."""
+    bad = [~(pl.col(c).is_finite() & (pl.col(c) > 0)) for c in ("open", "high", "low", "close")]
+    return prices.filter(pl.any_horizontal(bad))
+
+
+def high_below_open_close(prices: pl.DataFrame) -> pl.DataFrame:
+    """Bars whose high is below max(open, close)."""
+    return prices.filter(pl.col("high") < pl.max_horizontal("open", "close"))
+
+
+def low_above_open_close(prices: pl.DataFrame) -> pl.DataFrame:
+    """Bars whose low is above min(open, close)."""
+    return prices.filter(pl.col("low") > pl.min_horizontal("open", "close"))
+
+
+def missing_trading_days(prices: pl.DataFrame, market: str) -> pl.DataFrame:
+    """(symbol, date) of every expected day absent between a series' first and last bar.
+
+    Crypto expects every calendar day; the other markets Monday to Friday (holidays show up here,
+    which is why the check only warns).
+    """
+    spans = prices.group_by("symbol").agg(first=pl.col("date").min(), last=pl.col("date").max())
+    expected = spans.select("symbol", date=pl.date_ranges("first", "last", interval="1d")).explode(
+        "date"
+    )
+    if market in WEEKDAY_MARKETS:
+        expected = expected.filter(pl.col("date").dt.weekday() <= 5)
+    present = prices.select("symbol", "date")
+    return expected.join(present, on=["symbol", "date"], how="anti").sort("symbol", "date")
+
+
+def stale_symbols(prices: pl.DataFrame, reference: date, max_age_days: int) -> pl.DataFrame:
+    """Symbols whose newest bar is more than `max_age_days` before `reference`, with the age."""
+    newest = prices.group_by("symbol").agg(newest=pl.col("date").max())
+    aged = newest.with_columns(age_days=(pl.lit(reference) - pl.col("newest")).dt.total_days())
+    return aged.filter(pl.col("age_days") > max_age_days).sort("symbol")
+
+
+def reasons_by_count(rejects: pl.DataFrame) -> pl.DataFrame:
+    """How many rejects each reason has, most frequent first."""
+    counts = rejects.group_by("reason").agg(count=pl.len())
+    return counts.sort(["count", "reason"], descending=[True, False])
+
+
+def markdown(frame: pl.DataFrame, rows: int = SHOWN_ROWS) -> str:
+    """The first `rows` rows as a Markdown table (Dagster renders it in the check's metadata)."""
+    with pl.Config(
+        tbl_formatting="MARKDOWN",
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        tbl_rows=rows,
+        tbl_cols=-1,
+        fmt_str_lengths=200,
+        tbl_width_chars=1000,
+    ):
+        return str(frame.head(rows))

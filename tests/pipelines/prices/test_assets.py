@@ -1,0 +1,203 @@
+"""The raw-layer assets materialized for one market partition over a tiny file drop in tmp_path."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_REJECTS
+from pipelines.prices.definitions import build_defs
+from pipelines.settings import PipelineSettings
+
+HEADER = "date,open,high,low,close,volume\n"
+INSTRUMENT_LIST = (
+    "symbol,name,logo\nAAPL,Apple Inc.,https://l/aapl.png\nMSFT,Microsoft,https://l/msft.png\n"
+)
+# 2024-01-01 is a Monday; 01-06 and 01-07 are a weekend.
+AAPL = HEADER + "".join(f"2024-01-0{d},10,12,9,11,100\n" for d in (1, 2, 3, 4, 5, 8))
+MSFT = HEADER + "2024-01-04,20,22,19,21,5\n2024-01-05,20,22,19,21,\n2024-01-05,1,1,1,1,1\nbad\n"
+
+
+def write_drop(root: Path, files: dict[str, str]) -> None:
+    for name, body in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+
+
+def settings_for(tmp_path: Path, end: date = date(2024, 1, 9)) -> PipelineSettings:
+    return PipelineSettings(data_dir=tmp_path, sources_config=None, seed=1, end_date=end)
+
+
+def materialize(settings: PipelineSettings, market: str = "stocks") -> dg.ExecuteInProcessResult:
+    defs = build_defs(settings)
+    assets = list(defs.assets or [])
+    resources = dict(defs.resources or {}) | {"io_manager": dg.mem_io_manager}
+    return dg.materialize(assets, partition_key=market, resources=resources, raise_on_error=True)
+
+
+def checks_by_name(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+@pytest.fixture
+def clean_stocks(tmp_path: Path) -> PipelineSettings:
+    settings = settings_for(tmp_path)
+    write_drop(
+        settings.embedded_dir,
+        {
+            "instruments/stocks.csv": INSTRUMENT_LIST,
+            "prices/stocks/AAPL.csv": AAPL,
+            "prices/stocks/MSFT.csv": HEADER + "2024-01-08,20,22,19,21,5\n",
+        },
+    )
+    return settings
+
+
+@pytest.fixture
+def dirty_stocks(tmp_path: Path) -> PipelineSettings:
+    settings = settings_for(tmp_path)
+    write_drop(
+        settings.embedded_dir,
+        {
+            "instruments/stocks.csv": INSTRUMENT_LIST + "MSFT,Microsoft again,\n",
+            "prices/stocks/AAPL.csv": AAPL.replace("2024-01-03", "2024-01-06"),
+            "prices/stocks/MSFT.csv": MSFT,
+            "prices/stocks/TSLA.csv": HEADER + "2024-01-04,20,22,19,21,5\n",
+        },
+    )
+    return settings
+
+
+def test_materialize_writes_conforming_outputs_and_passing_checks(
+    clean_stocks: PipelineSettings,
+) -> None:
+    result = materialize(clean_stocks)
+    instruments = result.output_for_node("raw_instruments", "instruments")
+    prices = result.output_for_node("raw_daily_prices", "daily_prices")
+    rejects = result.output_for_node("raw_daily_prices", "price_rejects")
+    assert instruments.schema == INSTRUMENTS.schema
+    assert instruments["symbol"].to_list() == ["AAPL", "MSFT"]
+    assert prices.schema == DAILY_PRICES.schema
+    assert prices.height == 7
+    assert set(prices["market"]) == {"stocks"}
+    assert rejects.schema == PRICE_REJECTS.schema
+    assert rejects.is_empty()
+    assert {name: e.passed for name, e in checks_by_name(result).items()} == {
+        "unique_symbol": True,
+        "no_rejects": True,
+        "unique_symbol_date": True,
+        "positive_prices": True,
+        "high_at_least_open_close": True,
+        "low_at_most_open_close": True,
+        "no_missing_trading_days": True,
+        "fresh": True,
+    }
+
+
+def test_materialize_attaches_row_counts_rejects_and_newest_date(
+    clean_stocks: PipelineSettings,
+) -> None:
+    result = materialize(clean_stocks)
+    [event] = [
+        m
+        for m in result.asset_materializations_for_node("raw_daily_prices")
+        if m.asset_key == dg.AssetKey("daily_prices")
+    ]
+    assert event.partition == "stocks"
+    assert event.metadata["dagster/row_count"].value == 7
+    assert event.metadata["rejects"].value == 0
+    assert event.metadata["newest_date"].value == "2024-01-08"
+
+
+def test_bad_rows_land_in_rejects_and_the_rejects_checks_warn(
+    dirty_stocks: PipelineSettings,
+) -> None:
+    result = materialize(dirty_stocks)
+    rejects = result.output_for_node("raw_daily_prices", "price_rejects")
+    reasons = sorted(rejects["reason"])
+    assert len(reasons) == 4
+    assert reasons[0].startswith("2024-01-06 is a weekend day")
+    assert reasons[1].startswith("duplicate (symbol, date)")
+    assert reasons[2] == "expected 6 fields, found 1"
+    assert reasons[3].startswith("unknown symbol TSLA")
+    instrument_rejects = result.output_for_node("raw_instruments", "instrument_rejects")
+    assert instrument_rejects["reason"].item() == "duplicate symbol: kept the row at line 3"
+    evaluations = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_rejects"]
+    assert [e.passed for e in evaluations] == [False, False]
+    assert {e.severity for e in evaluations} == {dg.AssetCheckSeverity.WARN}
+    price_rejects_check = next(
+        e for e in evaluations if e.asset_key == dg.AssetKey("price_rejects")
+    )
+    assert "| unknown symbol TSLA" in price_rejects_check.metadata["reasons"].value
+
+
+def test_a_gap_inside_a_series_fails_the_missing_days_check_as_a_warning(
+    dirty_stocks: PipelineSettings,
+) -> None:
+    check = checks_by_name(materialize(dirty_stocks))["no_missing_trading_days"]
+    assert not check.passed
+    assert check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["offending_count"].value == 1
+    assert "2024-01-03" in check.metadata["offending_rows"].value
+
+
+def test_stale_series_fail_the_freshness_check(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, end=date(2024, 2, 1))
+    write_drop(
+        settings.embedded_dir,
+        {"instruments/stocks.csv": INSTRUMENT_LIST, "prices/stocks/AAPL.csv": AAPL},
+    )
+    check = checks_by_name(materialize(settings))["fresh"]
+    assert not check.passed
+    assert check.severity == dg.AssetCheckSeverity.ERROR
+    assert "AAPL" in check.metadata["stale_symbols"].value
+
+
+def test_embedded_mode_depends_on_the_embedded_market_files(clean_stocks: PipelineSettings) -> None:
+    defs = build_defs(clean_stocks)
+    graph = defs.resolve_asset_graph()
+    for key in ("instruments", "daily_prices"):
+        parents = graph.get(dg.AssetKey(key)).parent_keys
+        assert dg.AssetKey("embedded_market_files") in parents
+
+
+def test_definitions_expose_the_raw_assets_checks_and_resource(
+    clean_stocks: PipelineSettings,
+) -> None:
+    defs = build_defs(clean_stocks)
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"instruments", "instrument_rejects", "daily_prices", "price_rejects"} <= keys
+    assert len(graph.asset_check_keys) == 9
+    assert "price_sources" in (defs.resources or {})
+
+
+def test_crafted_bad_stored_bars_fail_the_checks(tmp_path: Path) -> None:
+    prices = pl.DataFrame(
+        {
+            "symbol": ["A", "A", "B"],
+            "date": [date(2024, 1, 2), date(2024, 1, 2), date(2024, 1, 2)],
+            "open": [1.0, 1.0, -1.0],
+            "high": [0.5, 2.0, 2.0],
+            "low": [0.5, 1.5, 0.5],
+            "close": [1.0, 1.0, 1.0],
+        }
+    )
+    from pipelines.prices.assets import price_check_results
+
+    results = {
+        r.check_name: r.passed for r in price_check_results(prices, "stocks", date(2024, 1, 2), 4)
+    }
+    assert results == {
+        "unique_symbol_date": False,
+        "positive_prices": False,
+        "high_at_least_open_close": False,
+        "low_at_most_open_close": False,
+        "no_missing_trading_days": True,
+        "fresh": True,
+    }
