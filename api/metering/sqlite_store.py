@@ -106,7 +106,7 @@ class SqliteMeteringStore(MeteringStore):
 
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call)
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, OSError) as exc:
             raise MeteringUnavailableError(f"metering store: {exc}") from exc
 
     def _transaction(self, conn: sqlite3.Connection, body: Callable[[float], T]) -> T:

@@ -107,7 +107,7 @@ class MeteringStore(ABC):
 
 
 def default_store_url(data_dir: Path) -> str:
-    return f"sqlite:///{(data_dir / 'metering.sqlite3').resolve()}"
+    return f"sqlite://{(data_dir / 'metering.sqlite3').resolve()}"
 
 
 def store_url_from_env(env: Mapping[str, str], data_dir: Path) -> str:
@@ -116,11 +116,11 @@ def store_url_from_env(env: Mapping[str, str], data_dir: Path) -> str:
 
 
 def open_store(url: str, config: MeteringConfig, clock: Clock | None = None) -> MeteringStore:
-    """A store for `sqlite:///abs/path` or `redis://host:port/db[?prefix=...]` (connects lazily)."""
+    """A store for `sqlite:///absolute/path` or `redis://host:port/db[?prefix=...]` (connects lazily)."""
     if url.startswith("sqlite:///"):
         from api.metering.sqlite_store import SqliteMeteringStore
 
-        return SqliteMeteringStore(Path(url.removeprefix("sqlite:///")), config, clock)
+        return SqliteMeteringStore(Path(url.removeprefix("sqlite://")), config, clock)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from api.metering.redis_store import RedisMeteringStore
 

@@ -1,0 +1,441 @@
+"""MeteringStore rules on both backends: keys, budgets, resets, settle, ledger, rate, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+from datetime import UTC, datetime
+
+import msgspec
+import pytest
+import redis.asyncio as aioredis
+
+from api.metering.config import Limits, MeteringConfig
+from api.metering.model import (
+    KEY_PATTERN,
+    UNLIMITED,
+    Account,
+    Admission,
+    Balance,
+    MeteringUnavailableError,
+    Outcome,
+    hash_key,
+    month_start,
+)
+from api.metering.redis_store import RedisMeteringStore
+from api.metering.sqlite_store import SqliteMeteringStore
+from api.metering.store import MeteringStore, open_store
+
+from .conftest import REDIS_URL, FakeClock, StoreFactory, new_account
+
+pytestmark = pytest.mark.anyio
+
+
+async def charged(
+    store: MeteringStore, account: Account, cost: int, status: int = 200
+) -> Admission:
+    """Admit then settle one request; returns the admission (asserting it was admitted)."""
+    admission = await store.admit(account, "test-route", cost)
+    assert admission.outcome is Outcome.ADMITTED, admission
+    assert admission.charge is not None
+    await store.settle(admission.charge, status)
+    return admission
+
+
+async def raw_contents(store: MeteringStore) -> str:
+    if isinstance(store, SqliteMeteringStore):
+        conn = sqlite3.connect(store.path)
+        dump = "\n".join(conn.iterdump())
+        conn.close()
+        return dump
+    assert isinstance(store, RedisMeteringStore)
+    parts = []
+    async for key in store.client.scan_iter(match=f"{store.prefix}*"):
+        parts.append(f"{key} {await store.client.dump(key)!r}")
+    return "\n".join(parts)
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+
+async def test_new_key_is_high_entropy_with_recognisable_prefix(store: MeteringStore) -> None:
+    key = await store.create_key("sandbox")
+    assert KEY_PATTERN.match(key)
+    assert key.startswith("mi_live_")
+    secret = key.rsplit("_", 1)[1]
+    assert len(secret) == 32
+    assert re.fullmatch(r"[A-Za-z0-9]+", secret)
+
+
+async def test_only_the_hash_of_a_key_is_stored(store: MeteringStore) -> None:
+    key = await store.create_key("quant", "alice")
+    secret = key.rsplit("_", 1)[1]
+    contents = await raw_contents(store)
+    assert secret not in contents
+    assert hash_key(key) in contents
+
+
+async def test_authenticate_accepts_the_key_and_refuses_a_tampered_or_unknown_one(
+    store: MeteringStore,
+) -> None:
+    key = await store.create_key("pro")
+    account = await store.authenticate(key)
+    assert account is not None
+    assert account.plan == "pro"
+    tampered = key[:-1] + ("A" if key[-1] != "A" else "B")
+    assert await store.authenticate(tampered) is None
+    assert await store.authenticate("mi_live_" + "x" * 10 + "_" + "y" * 32) is None
+    assert await store.authenticate("not-a-key") is None
+
+
+async def test_revoked_key_is_refused_from_the_next_request_on(make_store: StoreFactory) -> None:
+    server, cli = make_store(), make_store()
+    key = await server.create_key("sandbox")
+    account = await server.authenticate(key)
+    assert account is not None
+    await charged(server, account, 1)
+    assert await cli.revoke(account.key_id)
+    # The server still has the key cached; the atomic admit refuses it anyway.
+    assert (await server.admit(account, "ping", 1)).outcome is Outcome.UNAUTHORIZED
+    assert not await cli.revoke(account.key_id)
+    assert [record.revoked_at is not None for record in await cli.list_keys()] == [True]
+
+
+async def test_create_key_rejects_an_unknown_plan(store: MeteringStore) -> None:
+    with pytest.raises(ValueError, match="unknown plan"):
+        await store.create_key("platinum")
+
+
+# -- budgets -----------------------------------------------------------------------------------
+
+
+async def test_monthly_base_is_drawn_before_packs(store: MeteringStore, clock: FakeClock) -> None:
+    account = await new_account(store)
+    await store.topup(account.key_id, 500)
+    for _ in range(3):  # 3 days x 1,000 exhausts the 3,000 base
+        await charged(store, account, 1000)
+        clock.advance(86_400)
+    entries = await store.ledger(account.key_id)
+    assert all(entry.pack_tokens == 0 for entry in entries if entry.kind == "charge")
+    admission = await charged(store, account, 10)
+    assert admission.charge is not None
+    assert (admission.charge.base_tokens, admission.charge.pack_tokens) == (0, 10)
+    assert await store.balance(account) == Balance(3000, 1000, 490, 990)
+
+
+async def test_charge_split_between_base_and_packs(store: MeteringStore, clock: FakeClock) -> None:
+    account = await new_account(store)
+    await store.topup(account.key_id, 100)
+    for _ in range(2):
+        await charged(store, account, 1000)
+        clock.advance(86_400)
+    await charged(store, account, 995)
+    admission = await charged(store, account, 5)
+    assert admission.charge is not None
+    assert (admission.charge.base_tokens, admission.charge.pack_tokens) == (5, 0)
+    clock.advance(86_400)
+    admission = await charged(store, account, 8)
+    assert admission.charge is not None
+    assert (admission.charge.base_tokens, admission.charge.pack_tokens) == (0, 8)
+
+
+async def test_daily_cap_bounds_spending_including_packs(store: MeteringStore) -> None:
+    account = await new_account(store)
+    await store.topup(account.key_id, 10_000)
+    await charged(store, account, 1000)
+    refused = await store.admit(account, "ping", 1)
+    assert refused.outcome is Outcome.DAILY_LIMIT
+    assert refused.balance == Balance(3000, 1000, 12_000, 0)
+
+
+async def test_whole_cost_must_fit_and_nothing_is_charged_when_it_does_not(
+    store: MeteringStore,
+) -> None:
+    account = await new_account(store)
+    await charged(store, account, 995)
+    refused = await store.admit(account, "get-indicators", 8)
+    assert refused.outcome is Outcome.DAILY_LIMIT
+    assert refused.charge is None
+    assert await store.balance(account) == Balance(3000, 1000, 2005, 5)
+    assert sum(entry.tokens for entry in await store.ledger(account.key_id)) == 995
+    await charged(store, account, 5)  # what exactly fits is served
+
+
+async def test_monthly_code_when_the_month_is_the_short_one(
+    store: MeteringStore, clock: FakeClock
+) -> None:
+    account = await new_account(store)
+    for _ in range(2):
+        await charged(store, account, 1000)
+        clock.advance(86_400)
+    await charged(store, account, 996)
+    clock.advance(86_400)  # a new day: 1,000 left today, 4 left this month
+    refused = await store.admit(account, "get-indicators", 8)
+    assert refused.outcome is Outcome.MONTHLY_LIMIT
+    assert refused.balance == Balance(3000, 1000, 4, 1000)
+
+
+async def test_daily_cap_resets_at_midnight_utc(store: MeteringStore, clock: FakeClock) -> None:
+    clock.set(datetime(2026, 3, 14, 23, 59, 59, tzinfo=UTC))
+    account = await new_account(store)
+    await charged(store, account, 1000)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.DAILY_LIMIT
+    clock.set(datetime(2026, 3, 15, 0, 0, 0, tzinfo=UTC))
+    assert await store.balance(account) == Balance(3000, 1000, 2000, 1000)
+    await charged(store, account, 1)
+
+
+async def test_month_resets_on_the_first_utc_and_packs_roll_forward(
+    store: MeteringStore, clock: FakeClock
+) -> None:
+    clock.set(datetime(2026, 1, 29, 12, tzinfo=UTC))
+    account = await new_account(store)
+    await store.topup(account.key_id, 300)
+    for _ in range(3):
+        await charged(store, account, 1000)
+        clock.advance(86_400)
+    await charged(store, account, 200)  # Feb 1 12:00: a new month already
+    assert await store.balance(account) == Balance(3000, 1000, 3100, 800)
+    clock.set(datetime(2026, 1, 31, 23, 59, 59, tzinfo=UTC).replace(month=2, day=28))
+    await charged(store, account, 1000)
+    await store.balance(account)
+    clock.set(datetime(2026, 3, 1, 0, 0, tzinfo=UTC))
+    assert await store.balance(account) == Balance(3000, 1000, 3300, 1000)
+
+
+async def test_unused_base_does_not_carry_over(store: MeteringStore, clock: FakeClock) -> None:
+    clock.set(datetime(2026, 4, 30, 23, 0, tzinfo=UTC))
+    account = await new_account(store)
+    await charged(store, account, 10)
+    clock.set(datetime(2026, 5, 1, 0, 0, tzinfo=UTC))
+    assert await store.balance(account) == Balance(3000, 1000, 3000, 1000)
+
+
+# -- settle ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "net"),
+    [(200, 8), (204, 8), (400, 8), (404, 1), (422, 1), (503, 1), (500, 1), (402, 0), (429, 0)],
+)
+async def test_settle_charges_by_status(store: MeteringStore, status: int, net: int) -> None:
+    account = await new_account(store)
+    admission = await store.admit(account, "get-indicators", 8)
+    assert admission.charge is not None
+    settled_net, balance = await store.settle(admission.charge, status)
+    assert settled_net == net
+    assert balance == Balance(3000, 1000, 3000 - net, 1000 - net)
+    entries = await store.ledger(account.key_id)
+    assert sum(entry.tokens for entry in entries) == net
+    assert entries[-1].status == status
+
+
+async def test_settle_by_points_credits_down_to_the_final_cost(store: MeteringStore) -> None:
+    account = await new_account(store)
+    admission = await store.admit(account, "get-price-history", 5)
+    assert admission.charge is not None
+    net, balance = await store.settle(admission.charge, 200, final=2)
+    assert net == 2
+    assert balance.remaining == 2998
+
+
+async def test_credits_go_back_to_packs_first(store: MeteringStore, clock: FakeClock) -> None:
+    account = await new_account(store)
+    await store.topup(account.key_id, 50)
+    for _ in range(2):
+        await charged(store, account, 1000)
+        clock.advance(86_400)
+    await charged(store, account, 996)
+    clock.advance(86_400)
+    admission = await store.admit(account, "scorecard", 10)  # 4 from base, 6 from packs
+    assert admission.charge is not None
+    assert (admission.charge.base_tokens, admission.charge.pack_tokens) == (4, 6)
+    await store.settle(admission.charge, 503)  # 9 back: 6 to packs, 3 to base
+    assert await store.balance(account) == Balance(3000, 1000, 53, 999)
+    assert [record.pack_balance for record in await store.list_keys()] == [50]
+
+
+# -- ledger ------------------------------------------------------------------------------------
+
+
+async def test_ledger_invariant_remaining_is_budget_plus_packs_minus_spending(
+    store: MeteringStore, clock: FakeClock
+) -> None:
+    clock.set(datetime(2026, 6, 1, 0, 0, tzinfo=UTC))
+    account = await new_account(store)
+    await store.topup(account.key_id, 700)
+    statuses = [200, 404, 503, 400, 422, 200, 500]
+    for day in range(4):
+        for index, status in enumerate(statuses):
+            admission = await store.admit(account, f"route-{index}", 90 + index)
+            if admission.charge is not None:
+                await store.settle(admission.charge, status)
+        if day == 2:
+            await store.topup(account.key_id, 40)
+        clock.advance(86_400)
+    entries = await store.ledger(account.key_id, since=month_start(clock()))
+    spent = sum(entry.tokens for entry in entries if entry.kind != "topup")
+    packs = sum(entry.pack_tokens for entry in entries if entry.kind == "topup")
+    assert (await store.balance(account)).remaining == 3000 + packs - spent
+    usage = await store.usage(account.key_id)
+    assert sum(usage.month.values()) == spent
+
+
+# -- rate and concurrency ------------------------------------------------------------------------
+
+
+async def test_301st_request_within_60_seconds_gets_429_with_retry_after(
+    store: MeteringStore, clock: FakeClock
+) -> None:
+    account = await new_account(store, "quant")
+    await charged(store, account, 1)
+    clock.advance(30)
+    for _ in range(299):
+        await charged(store, account, 1)
+    clock.advance(15)
+    refused = await store.admit(account, "ping", 1)
+    assert refused.outcome is Outcome.RATE_LIMITED
+    assert refused.retry_after == 15  # the first request leaves the window at t=60
+    assert refused.charge is None
+
+
+async def test_rejected_requests_take_no_slot_and_slots_free_as_the_window_slides(
+    store: MeteringStore, clock: FakeClock
+) -> None:
+    account = await new_account(store, "quant")
+    await charged(store, account, 1)  # t=0
+    clock.advance(30)
+    for _ in range(299):  # t=30
+        await charged(store, account, 1)
+    for _ in range(50):  # t=30..55: refused, and they must not extend the wait
+        assert (await store.admit(account, "ping", 1)).outcome is Outcome.RATE_LIMITED
+        clock.advance(0.5)
+    clock.advance(5)  # t=60: the t=0 request leaves
+    await charged(store, account, 1)
+    refused = await store.admit(account, "ping", 1)
+    assert (refused.outcome, refused.retry_after) == (Outcome.RATE_LIMITED, 30)
+    clock.advance(30)
+    await charged(store, account, 1)
+
+
+async def test_retry_after_is_at_least_one_second(store: MeteringStore, clock: FakeClock) -> None:
+    account = await new_account(store, "quant")
+    for _ in range(300):
+        await charged(store, account, 1)
+    clock.advance(59.9)
+    refused = await store.admit(account, "ping", 1)
+    assert (refused.outcome, refused.retry_after) == (Outcome.RATE_LIMITED, 1)
+
+
+async def test_11th_in_flight_request_gets_429(store: MeteringStore, clock: FakeClock) -> None:
+    account = await new_account(store)
+    in_flight = [await store.admit(account, "ping", 1) for _ in range(10)]
+    assert all(admission.outcome is Outcome.ADMITTED for admission in in_flight)
+    refused = await store.admit(account, "ping", 1)
+    assert refused.outcome is Outcome.TOO_MANY_IN_FLIGHT
+    assert refused.retry_after >= 1
+    assert refused.balance is not None
+    assert refused.balance.remaining == 2990
+    first = in_flight[0].charge
+    assert first is not None
+    await store.settle(first, 200)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.ADMITTED
+
+
+async def test_in_flight_slots_of_a_crashed_worker_expire_after_the_request_timeout(
+    store: MeteringStore, clock: FakeClock
+) -> None:
+    account = await new_account(store)
+    for _ in range(10):
+        await store.admit(account, "ping", 1)  # never settled: the worker died
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+    clock.advance(120)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.ADMITTED
+
+
+async def test_internal_plan_has_no_limits_but_is_metered(store: MeteringStore) -> None:
+    account = await new_account(store, "internal")
+    admissions = [await store.admit(account, "ping", 5000) for _ in range(400)]
+    assert all(admission.outcome is Outcome.ADMITTED for admission in admissions)
+    assert admissions[-1].balance == Balance(UNLIMITED, UNLIMITED, UNLIMITED, UNLIMITED)
+    entries = await store.ledger(account.key_id)
+    assert sum(entry.tokens for entry in entries) == 400 * 5000
+
+
+async def test_clock_never_goes_backwards(store: MeteringStore, clock: FakeClock) -> None:
+    account = await new_account(store)
+    await charged(store, account, 1)
+    clock.advance(-3600)
+    await charged(store, account, 1)
+    times = [entry.ts for entry in await store.ledger(account.key_id)]
+    assert times == sorted(times)
+
+
+# -- stress --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def roomy_config(config: MeteringConfig) -> MeteringConfig:
+    """Rate and connection limits out of the way, so only the budget binds."""
+    return msgspec.structs.replace(
+        config, limits=Limits(requests_per_window=100_000, concurrent=100_000)
+    )
+
+
+async def test_parallel_requests_on_one_key_never_overspend(
+    store_url: str, roomy_config: MeteringConfig, clock: FakeClock
+) -> None:
+    workers = [open_store(store_url, roomy_config, clock) for _ in range(4)]
+    try:
+        account = await new_account(workers[0])
+
+        async def request(index: int) -> int:
+            worker = workers[index % len(workers)]
+            admission = await worker.admit(account, "get-indicators", 7)
+            if admission.charge is None:
+                return 0
+            net, balance = await worker.settle(admission.charge, 200)
+            assert balance.remaining_today >= 0
+            return net
+
+        costs = await asyncio.gather(*(request(index) for index in range(400)))
+        assert sum(costs) == 7 * (1000 // 7)
+        balance = await workers[0].balance(account)
+        entries = await workers[0].ledger(account.key_id)
+        assert (
+            sum(entry.tokens for entry in entries) == sum(costs) == 1000 - balance.remaining_today
+        )
+        assert balance.remaining == 3000 - sum(costs)
+    finally:
+        for worker in workers:
+            await worker.close()
+
+
+# -- fail closed ---------------------------------------------------------------------------------
+
+
+async def test_unreachable_redis_raises_metering_unavailable(config: MeteringConfig) -> None:
+    store = open_store("redis://127.0.0.1:1/0", config)
+    try:
+        with pytest.raises(MeteringUnavailableError):
+            await store.authenticate("mi_live_" + "a" * 10 + "_" + "b" * 32)
+        with pytest.raises(MeteringUnavailableError):
+            await store.ping()
+    finally:
+        await store.close()
+
+
+async def test_unopenable_sqlite_raises_metering_unavailable(config: MeteringConfig) -> None:
+    store = open_store("sqlite:///dev/null/metering.sqlite3", config)
+    try:
+        with pytest.raises(MeteringUnavailableError):
+            await store.ping()
+    finally:
+        await store.close()
+
+
+async def test_redis_store_is_reachable_for_the_suite() -> None:
+    client = aioredis.Redis.from_url(REDIS_URL)
+    assert await client.ping()
+    await client.aclose()
