@@ -1,0 +1,188 @@
+"""Feed sources: the file drop, listed paths, and URLs fetched from a real local HTTP server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from pipelines.news.model import FeedDocument
+from pipelines.news.sources import (
+    CombinedNewsSource,
+    FeedListNewsSource,
+    FileDropNewsSource,
+    HttpFeedFetcher,
+    RecordedNewsSource,
+)
+
+from .conftest import FEEDS
+
+
+@dataclass
+class Route:
+    """Responses served in turn for one path (the last one repeats), and how many were asked for."""
+
+    responses: list[tuple[int, bytes]]
+    delay_seconds: float = 0.0
+    hits: int = field(default=0)
+
+
+class FeedServer:
+    """An HTTP server on a free 127.0.0.1 port serving scripted responses."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, Route] = {}
+        routes = self.routes
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                route = routes.get(self.path)
+                if route is None:
+                    self.send_error(404)
+                    return
+                status, body = route.responses[min(route.hits, len(route.responses) - 1)]
+                route.hits += 1
+                time.sleep(route.delay_seconds)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/rss+xml")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the timeout test)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    def url(self, path: str) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}{path}"
+
+
+@pytest.fixture
+def server() -> Iterator[FeedServer]:
+    feed_server = FeedServer()
+    feed_server.thread.start()
+    yield feed_server
+    feed_server.server.shutdown()
+    feed_server.server.server_close()
+    feed_server.thread.join()
+
+
+def no_sleep(_: float) -> None:
+    pass
+
+
+FAST = HttpFeedFetcher(timeout_seconds=2.0, attempts=3, sleep=no_sleep)
+COINWIRE = (FEEDS / "crypto" / "coinwire.xml").read_bytes()
+
+
+def test_file_drop_reads_every_xml_feed_of_the_market_in_name_order(file_drop: Path) -> None:
+    documents = FileDropNewsSource(file_drop).documents("crypto")
+    assert [d.feed for d in documents] == [
+        "coinwire",
+        "empty",
+        "latin1",
+        "ledgerdaily",
+        "not-xml",
+        "truncated",
+    ]
+    assert documents[0].content == COINWIRE
+
+
+def test_file_drop_without_a_market_folder_has_no_feeds(tmp_path: Path) -> None:
+    assert FileDropNewsSource(tmp_path).documents("forex") == []
+
+
+def test_listed_paths_read_files_and_folders_and_report_missing_ones(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.xml"
+    source = FeedListNewsSource({"crypto": [str(FEEDS / "crypto"), str(missing)]})
+    documents = source.documents("crypto")
+    assert [d.feed for d in documents] == ["coinwire", "ledgerdaily", "missing"]
+    assert documents[2].content is None
+    assert documents[2].error is not None
+    assert documents[2].error.startswith("FileNotFoundError")
+    assert source.documents("stocks") == []
+
+
+def test_url_feed_is_fetched_over_http(server: FeedServer) -> None:
+    server.routes["/coinwire.xml"] = Route([(200, COINWIRE)])
+    url = server.url("/coinwire.xml")
+    (document,) = FeedListNewsSource({"crypto": [url]}, FAST).documents("crypto")
+    assert document == FeedDocument(url, url, COINWIRE)
+
+
+def test_url_feed_is_retried_after_a_server_error_then_read(server: FeedServer) -> None:
+    server.routes["/flaky.xml"] = Route([(503, b"busy"), (502, b"bad gateway"), (200, COINWIRE)])
+    document = FAST.fetch(server.url("/flaky.xml"))
+    assert document.content == COINWIRE
+    assert server.routes["/flaky.xml"].hits == 3
+
+
+def test_url_feed_retries_are_bounded_and_the_failure_becomes_a_document(
+    server: FeedServer,
+) -> None:
+    server.routes["/down.xml"] = Route([(503, b"busy")])
+    document = FAST.fetch(server.url("/down.xml"))
+    assert (document.content, document.error) == (None, "HTTP 503 (after 3 attempt(s))")
+    assert server.routes["/down.xml"].hits == 3
+
+
+def test_url_feed_not_found_is_not_retried(server: FeedServer) -> None:
+    document = FAST.fetch(server.url("/nowhere.xml"))
+    assert document.error == "HTTP 404 (after 1 attempt(s))"
+
+
+def test_url_feed_retries_wait_with_exponential_backoff(server: FeedServer) -> None:
+    server.routes["/down.xml"] = Route([(500, b"")])
+    pauses: list[float] = []
+    HttpFeedFetcher(attempts=4, backoff_seconds=0.5, sleep=pauses.append).fetch(
+        server.url("/down.xml")
+    )
+    assert pauses == [0.5, 1.0, 2.0]
+
+
+def test_url_feed_that_answers_too_slowly_times_out(server: FeedServer) -> None:
+    server.routes["/slow.xml"] = Route([(200, COINWIRE)], delay_seconds=0.5)
+    fetcher = HttpFeedFetcher(timeout_seconds=0.1, attempts=2, sleep=no_sleep)
+    document = fetcher.fetch(server.url("/slow.xml"))
+    assert document.content is None
+    assert document.error is not None
+    assert document.error.startswith("ReadTimeout")
+    assert document.error.endswith("(after 2 attempt(s))")
+
+
+def test_url_feed_larger_than_the_limit_is_refused(server: FeedServer) -> None:
+    server.routes["/big.xml"] = Route([(200, COINWIRE)])
+    document = HttpFeedFetcher(max_bytes=100, sleep=no_sleep).fetch(server.url("/big.xml"))
+    assert document.error == "response larger than 100 bytes (after 1 attempt(s))"
+
+
+def test_unreachable_host_becomes_a_document_with_the_connection_error() -> None:
+    with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as closed:
+        port = closed.server_address[1]  # bound then closed: nothing listens there any more
+    document = HttpFeedFetcher(timeout_seconds=1.0, attempts=2, sleep=no_sleep).fetch(
+        f"http://127.0.0.1:{port}/feed.xml"
+    )
+    assert document.error is not None
+    assert document.error.startswith("ConnectError")
+
+
+def test_combined_source_concatenates_its_parts(file_drop: Path) -> None:
+    recorded = FeedDocument("zz", "memory", b"")
+    combined = CombinedNewsSource(
+        [FileDropNewsSource(file_drop), RecordedNewsSource({"crypto": [recorded]})]
+    )
+    assert combined.documents("crypto")[-1] == recorded
+    assert len(combined.documents("crypto")) == 7
