@@ -4,4 +4,7 @@ from __future__ import annotations
 
 import click
 
-ALL: list[click.Command] = []
+from mi.commands.pipeline import materialize
+from mi.commands.serve import serve
+
+ALL: list[click.Command] = [materialize, serve]

@@ -1,0 +1,86 @@
+"""The composition root: `create_app(settings)` assembles the Litestar app and holds no logic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.logging import LoggingConfig
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+
+from api.dependencies import constant, snapshot_provider
+from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
+from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
+from api.routes.system import SystemController
+from api.settings import ApiSettings, load_settings
+from api.warehouse import DuckDBWarehouseReader, WarehouseReader
+
+
+def create_app(
+    settings: ApiSettings,
+    *,
+    reader: WarehouseReader | None = None,
+    health_checks: Sequence[HealthCheck] = (),
+) -> Litestar:
+    """The API for `settings`; `health_checks` adds a status check per extra datastore (metering)."""
+    reader = reader or DuckDBWarehouseReader(
+        settings.warehouse_dir, poll_interval=settings.manifest_poll_seconds
+    )
+    health = Health(
+        checks=(
+            WarehouseCheck(reader),
+            MaterializationCheck(reader, settings.materialization_max_age),
+            *health_checks,
+        ),
+        version=settings.version,
+        timeout_seconds=settings.check_timeout_seconds,
+    )
+
+    def reader_lifespan(_: Litestar) -> AbstractAsyncContextManager[None]:
+        return reader.running()
+
+    return Litestar(
+        route_handlers=[SystemController],
+        dependencies={
+            "settings": constant(settings),
+            "health": constant(health),
+            "snapshot": Provide(snapshot_provider(reader), sync_to_thread=False),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=[reader_lifespan],
+        openapi_config=_openapi_config(settings),
+        logging_config=_logging_config(),
+        debug=False,
+    )
+
+
+def _openapi_config(settings: ApiSettings) -> OpenAPIConfig:
+    return OpenAPIConfig(
+        title="Market Intelligence API",
+        version=settings.version,
+        description="Read-only market intelligence: prices, indicators, trends, news, backtests.",
+        render_plugins=[ScalarRenderPlugin()],
+        openapi_router=Router(
+            "/schema",
+            route_handlers=[],
+            include_in_schema=False,
+            after_request=schema_not_found_as_json,
+        ),
+    )
+
+
+def _logging_config() -> LoggingConfig:
+    # Leave the root logger to the server (and to pytest's caplog); errors.py logs faults itself.
+    return LoggingConfig(
+        configure_root_logger=False,
+        log_exceptions="never",
+        loggers={"api": {"level": "INFO", "handlers": ["queue_listener"], "propagate": True}},
+    )
+
+
+def asgi_app() -> Litestar:
+    """The app factory ASGI servers call in each worker process: settings come from its environment."""
+    return create_app(load_settings())

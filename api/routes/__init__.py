@@ -1,0 +1,1 @@
+"""Route handlers, one module per route group of the spec."""

@@ -1,0 +1,30 @@
+"""The public /api/v1 routes: liveness and system status (no authentication)."""
+
+from __future__ import annotations
+
+from litestar import Controller, get
+from litestar.di import NamedDependency
+
+from api.health import Health
+from api.schemas import Ping, SystemStatus
+
+PONG = Ping(text="pong")
+
+
+class SystemController(Controller):
+    """Ping and status. The `opt` keys carry per-route policy for the metering middleware."""
+
+    path = "/api/v1"
+    tags = ["system"]  # noqa: RUF012 (Litestar reads this class attribute)
+
+    @get("/ping", summary="Liveness check", opt={"cost": 1})
+    async def ping(self) -> Ping:
+        return PONG
+
+    @get(
+        "/status",
+        summary="System status with one check per backing datastore",
+        opt={"exclude_from_auth": True, "metered": False},
+    )
+    async def status(self, health: NamedDependency[Health]) -> SystemStatus:
+        return await health.status()

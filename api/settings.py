@@ -1,0 +1,68 @@
+"""API settings, built from an environment mapping by `load_settings` (never read at import)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from pipelines.catalog import MANIFEST_NAME, MARKETS
+
+API_VERSION = "1.0.0"
+"""The interface version the spec carries; reported by `/api/v1/status` and the OpenAPI document."""
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Everything the app needs to know about its environment, decided once at startup."""
+
+    data_dir: Path
+    live_markets: tuple[str, ...] = MARKETS
+    """Markets served; a real market not listed here answers 404 'is not available yet'."""
+    version: str = API_VERSION
+    materialization_max_age: timedelta = timedelta(hours=36)
+    """Older than this, the newest materialization makes `/api/v1/status` report `degraded`."""
+    manifest_poll_seconds: float = 1.0
+    """How often the warehouse reader stats the manifest for a new data version."""
+    check_timeout_seconds: float = 2.0
+    """A status check slower than this counts as failed."""
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.data_dir / "warehouse"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.warehouse_dir / MANIFEST_NAME
+
+
+def parse_markets(raw: str) -> tuple[str, ...]:
+    """A comma-separated market list, validated against the catalog and returned in catalog order."""
+    named = {part.strip().lower() for part in raw.split(",") if part.strip()}
+    unknown = sorted(named - set(MARKETS))
+    if unknown:
+        raise ValueError(
+            f"MI_LIVE_MARKETS: unknown markets {unknown}; real markets: {list(MARKETS)}"
+        )
+    if not named:
+        raise ValueError("MI_LIVE_MARKETS names no market; unset it to serve all four")
+    return tuple(m for m in MARKETS if m in named)
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> ApiSettings:
+    """Read `MI_DATA_DIR`, `MI_LIVE_MARKETS`, `MI_MATERIALIZATION_MAX_AGE_HOURS`, `MI_MANIFEST_POLL_SECONDS`."""
+    env = os.environ if env is None else env
+    markets = env.get("MI_LIVE_MARKETS")
+    max_age = env.get("MI_MATERIALIZATION_MAX_AGE_HOURS")
+    poll = env.get("MI_MANIFEST_POLL_SECONDS")
+    defaults = ApiSettings(data_dir=Path("data"))
+    return ApiSettings(
+        data_dir=Path(env.get("MI_DATA_DIR", "data")).resolve(),
+        live_markets=parse_markets(markets) if markets is not None else MARKETS,
+        materialization_max_age=(
+            timedelta(hours=float(max_age)) if max_age else defaults.materialization_max_age
+        ),
+        manifest_poll_seconds=float(poll) if poll else defaults.manifest_poll_seconds,
+    )

@@ -1,0 +1,206 @@
+"""The DuckDB warehouse reader: in-memory views over exactly one manifest version's Parquet files."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import duckdb
+import polars as pl
+
+from api.warehouse.reader import QueryParams, WarehouseUnavailable
+from pipelines.catalog import MANIFEST_NAME, TABLES, Manifest, read_manifest
+
+logger = logging.getLogger(__name__)
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class DuckDBSnapshot:
+    """One manifest version: its own in-memory database, one view per table, a cursor per thread.
+
+    A DuckDB connection is not thread-safe, so each thread that queries gets its own cursor on the
+    snapshot's database. Nothing is shared with the next version: swapping snapshots never disturbs
+    a request still reading this one, and the database goes away when the last reference does.
+    """
+
+    def __init__(self, manifest: Manifest, connection: duckdb.DuckDBPyConnection) -> None:
+        self._manifest = manifest
+        self._connection = connection
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, warehouse_dir: Path, manifest: Manifest) -> DuckDBSnapshot:
+        """Create the views and check every file against the manifest's row counts."""
+        connection = duckdb.connect(":memory:")
+        try:
+            for name in sorted(set(TABLES) | set(manifest.tables)):
+                _create_view(connection, warehouse_dir, manifest, name)
+        except duckdb.Error as exc:
+            connection.close()
+            raise WarehouseUnavailable(f"manifest version {manifest.version}: {exc}") from exc
+        return cls(manifest, connection)
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._manifest
+
+    @property
+    def version(self) -> int:
+        return self._manifest.version
+
+    def query(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
+        return self._cursor().sql(sql, params=params).pl()
+
+    async def fetch(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
+        return await anyio.to_thread.run_sync(partial(self.query, sql, params))
+
+    def verify(self) -> None:
+        """Scan every table the manifest lists (file footers and row counts)."""
+        try:
+            for name in self._manifest.tables:
+                _check_rows(self._cursor(), self._manifest, name)
+        except duckdb.Error as exc:
+            raise WarehouseUnavailable(f"manifest version {self.version}: {exc}") from exc
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
+        if cursor is None:
+            with self._lock:
+                cursor = self._connection.cursor()
+            self._local.cursor = cursor
+        return cursor
+
+
+def _create_view(
+    connection: duckdb.DuckDBPyConnection, warehouse_dir: Path, manifest: Manifest, name: str
+) -> None:
+    files = [str((warehouse_dir / path).resolve()) for path in manifest.files(name)]
+    if not files:
+        # A table the manifest does not list yet is empty, with the catalog's schema.
+        connection.register("_empty", TABLES[name].empty())
+        connection.execute(f"CREATE TABLE {_identifier(name)} AS SELECT * FROM _empty")
+        connection.unregister("_empty")
+        return
+    sources = ", ".join(_literal(f) for f in files)
+    connection.execute(
+        f"CREATE VIEW {_identifier(name)} AS SELECT * FROM read_parquet([{sources}])"
+    )
+    _check_rows(connection, manifest, name)
+
+
+def _check_rows(connection: duckdb.DuckDBPyConnection, manifest: Manifest, name: str) -> None:
+    # fetchall, not fetchone: DuckDB 2 refuses the next statement while a result is unfinished.
+    [(found,)] = connection.execute(f"SELECT count(*) FROM {_identifier(name)}").fetchall()
+    expected = sum(f.rows for f in manifest.tables.get(name, {}).values())
+    if found != expected:
+        raise duckdb.InvalidInputException(f"{name}: {found} rows, manifest says {expected}")
+
+
+class DuckDBWarehouseReader:
+    """Watches the manifest and swaps immutable snapshots; requests never touch the filesystem.
+
+    `current()` is a plain attribute read, safe on the event loop. `refresh()` (blocking) stats the
+    manifest and, only when it changed, loads the new version into a fresh snapshot before swapping
+    the reference, so a reader sees the old version or the new one and never a mix. A version whose
+    files cannot be read is not swapped in: the previous one keeps serving and `failure` says why.
+    """
+
+    def __init__(self, warehouse_dir: Path, *, poll_interval: float = 1.0) -> None:
+        self.warehouse_dir = warehouse_dir
+        self.poll_interval = poll_interval
+        self._snapshot: DuckDBSnapshot | None = None
+        self._failure: str | None = None
+        self._seen: tuple[int, ...] | None = None
+        self._refresh_lock = threading.Lock()
+
+    def current(self) -> DuckDBSnapshot | None:
+        return self._snapshot
+
+    @property
+    def data_version(self) -> int | None:
+        snapshot = self._snapshot
+        return None if snapshot is None else snapshot.version
+
+    @property
+    def failure(self) -> str | None:
+        """Why the newest manifest could not be loaded, or None when it is the one serving."""
+        return self._failure
+
+    def refresh(self) -> bool:
+        with self._refresh_lock:
+            seen = self._manifest_identity()
+            if seen == self._seen:
+                return False
+            self._seen = seen
+            try:
+                return self._load()
+            except Exception as exc:
+                self._failure = str(exc)
+                logger.warning("warehouse manifest not loaded: %s", exc)
+                return False
+
+    def probe(self) -> None:
+        if self._failure is not None:
+            raise WarehouseUnavailable(self._failure)
+        snapshot = self._snapshot
+        if snapshot is None:
+            raise WarehouseUnavailable("the warehouse has not been materialized yet")
+        snapshot.verify()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(self.refresh)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._watch)
+            yield
+            tasks.cancel_scope.cancel()
+        self.close()
+
+    def close(self) -> None:
+        snapshot, self._snapshot = self._snapshot, None
+        if snapshot is not None:
+            snapshot.close()
+
+    async def _watch(self) -> None:
+        while True:
+            await anyio.sleep(self.poll_interval)
+            await anyio.to_thread.run_sync(self.refresh)
+
+    def _manifest_identity(self) -> tuple[int, ...]:
+        # os.replace gives the new manifest a new inode, so this changes even within one mtime tick.
+        try:
+            stat = os.stat(self.warehouse_dir / MANIFEST_NAME)
+        except FileNotFoundError:
+            return ()
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+    def _load(self) -> bool:
+        manifest = read_manifest(self.warehouse_dir)
+        current = self._snapshot
+        self._failure = None
+        if manifest is None:
+            self._snapshot = None
+            return current is not None
+        if current is not None and current.version == manifest.version:
+            return False
+        self._snapshot = DuckDBSnapshot.open(self.warehouse_dir, manifest)
+        logger.info("warehouse data version %s loaded", manifest.version)
+        return True

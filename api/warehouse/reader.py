@@ -1,0 +1,61 @@
+"""The warehouse reader interface: the API reads tables only through one immutable snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+import polars as pl
+
+from api.errors import DependencyUnavailable
+from pipelines.catalog import Manifest
+
+QueryParams = Sequence[object] | Mapping[str, object] | None
+
+
+class WarehouseUnavailable(DependencyUnavailable):
+    """The warehouse cannot serve: nothing materialized yet, or a manifest's files cannot be read."""
+
+
+class WarehouseSnapshot(Protocol):
+    """One manifest version of every table; a request reads through exactly one snapshot."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+
+    @property
+    def version(self) -> int:
+        """The data version: changes whenever any table changes; the basis of ETags and caches."""
+        ...
+
+    def query(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
+        """Run SQL over the snapshot's table views (blocking: call it off the event loop)."""
+        ...
+
+    async def fetch(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
+        """`query` in a worker thread, for async handlers."""
+        ...
+
+
+class WarehouseReader(Protocol):
+    """Holds the current snapshot and swaps in a new one when the pipeline publishes a manifest."""
+
+    def current(self) -> WarehouseSnapshot | None:
+        """The newest readable snapshot, or None before the first materialization (no I/O)."""
+        ...
+
+    @property
+    def data_version(self) -> int | None: ...
+
+    def refresh(self) -> bool:
+        """Load the manifest if it changed since the last look; True when a new snapshot was swapped in."""
+        ...
+
+    def probe(self) -> None:
+        """Read the current manifest's files; raise `WarehouseUnavailable` if they cannot be read."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        """The reader's lifetime in an app: first load, a watcher for new versions, then close."""
+        ...

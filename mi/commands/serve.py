@@ -1,0 +1,59 @@
+"""`mi serve`: run the API under a production ASGI server (granian or uvicorn)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from api.settings import load_settings
+
+APP_FACTORY = "api.app:asgi_app"
+"""Called in every worker process, so each builds its settings from its own environment."""
+
+
+def _granian(host: str, port: int, workers: int) -> None:
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    Granian(
+        APP_FACTORY,
+        address=host,
+        port=port,
+        interface=Interfaces.ASGI,
+        workers=workers,
+        factory=True,
+    ).serve()
+
+
+def _uvicorn(host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    uvicorn.run(
+        APP_FACTORY,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+    )
+
+
+SERVERS: dict[str, Callable[[str, int, int], None]] = {"granian": _granian, "uvicorn": _uvicorn}
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--server", type=click.Choice(sorted(SERVERS)), default="granian", show_default=True)
+def serve(host: str, port: int, workers: int, server: str) -> None:
+    """Serve the API; settings come from MI_* environment variables (MI_DATA_DIR, MI_LIVE_MARKETS)."""
+    settings = load_settings()  # fail here, once, on a bad environment rather than in every worker
+    base = f"http://{host}:{port}"
+    click.echo(f"Serving the Market Intelligence API on {base} (docs {base}/schema)")
+    click.echo(f"  data {settings.data_dir}, {server} with {workers} worker(s); Ctrl-C stops")
+    SERVERS[server](host, port, workers)
