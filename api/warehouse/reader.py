@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 
@@ -18,6 +18,8 @@ class WarehouseUnavailable(DependencyUnavailable):
     """The warehouse cannot serve: nothing materialized yet, or a manifest's files cannot be read."""
 
 
+# runtime_checkable: Litestar checks an injected dependency against the handler's annotation.
+@runtime_checkable
 class WarehouseSnapshot(Protocol):
     """One manifest version of every table; a request reads through exactly one snapshot."""
 
@@ -38,6 +40,7 @@ class WarehouseSnapshot(Protocol):
         ...
 
 
+@runtime_checkable
 class WarehouseReader(Protocol):
     """Holds the current snapshot and swaps in a new one when the pipeline publishes a manifest."""
 
