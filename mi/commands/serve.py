@@ -52,7 +52,10 @@ SERVERS: dict[str, Callable[[str, int, int], None]] = {"granian": _granian, "uvi
 @click.option("--server", type=click.Choice(sorted(SERVERS)), default="granian", show_default=True)
 def serve(host: str, port: int, workers: int, server: str) -> None:
     """Serve the API; settings come from MI_* environment variables (MI_DATA_DIR, MI_LIVE_MARKETS)."""
-    settings = load_settings()  # fail here, once, on a bad environment rather than in every worker
+    try:  # fail here, once, on a bad environment rather than in every worker
+        settings = load_settings()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
     base = f"http://{host}:{port}"
     click.echo(f"Serving the Market Intelligence API on {base} (docs {base}/schema)")
     click.echo(f"  data {settings.data_dir}, {server} with {workers} worker(s); Ctrl-C stops")

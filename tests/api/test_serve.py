@@ -1,0 +1,65 @@
+"""End to end: `mi serve` runs the app factory under a real server process on a loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from api.settings import ApiSettings
+from tests.api.conftest import Publish
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until_ready(base: str, server: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert server.poll() is None, "mi serve exited before it was ready"
+        try:
+            httpx.get(f"{base}/api/v1/ping", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    pytest.fail(f"mi serve not ready within {timeout}s")
+
+
+@pytest.mark.slow
+def test_mi_serve_serves_ping_and_status_and_stops_cleanly(
+    publish: Publish, settings: ApiSettings, tmp_path: Path
+) -> None:
+    publish(1, [1.0, 2.0])
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "serve.log").open("wb")
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("mi")), "serve", "--port", str(port), "--workers", "1"],
+        env={**os.environ, "MI_DATA_DIR": str(settings.data_dir)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until_ready(base, server)
+        assert httpx.get(f"{base}/api/v1/ping").json() == {"text": "pong"}
+        status = httpx.get(f"{base}/api/v1/status").json()
+        assert status["status"] == "ok"
+        assert status["checks"]["warehouse"]["status"] == "ok"
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        log.close()
+    assert f"on {base}" in (tmp_path / "serve.log").read_text()
