@@ -1,0 +1,32 @@
+"""The composition root: every domain's Definitions, the warehouse IO manager and the schedule, merged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import dagster as dg
+
+from pipelines import schedules
+from pipelines.settings import PipelineSettings, load_settings
+from pipelines.warehouse.definitions import build_defs as warehouse_defs
+
+DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = ()
+"""Each domain's `build_defs`; adding a domain is one import and one entry here."""
+
+
+def build_definitions(
+    settings: PipelineSettings,
+    domains: Sequence[Callable[[PipelineSettings], dg.Definitions]] = DOMAINS,
+) -> dg.Definitions:
+    """The domains' Definitions with the warehouse IO manager and the daily schedule."""
+    return dg.Definitions.merge(
+        *(build(settings) for build in domains),
+        warehouse_defs(settings),
+        schedules.build_defs(),
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """What `dagster dev` loads; settings are read when Dagster loads the code, not at import."""
+    return build_definitions(load_settings())

@@ -1,0 +1,85 @@
+"""`mi materialize`: every asset of the chosen markets, progress per step, checks summarised, exit status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from mi.cli import main
+from mi.commands.pipeline import CheckTally, _summary
+from pipelines.catalog import INSTRUMENTS, read_manifest
+from pipelines.warehouse.store import Warehouse
+
+TOY = "tests.mi.toy_definitions"
+
+
+def _materialize(data_dir: Path, *args: str, **env: str) -> Result:
+    return CliRunner().invoke(
+        main, ["materialize", "-m", TOY, *args], env={"MI_DATA_DIR": str(data_dir), **env}
+    )
+
+
+@pytest.mark.slow
+def test_materialize_writes_the_warehouse_and_reports_each_step(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--market", "crypto")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "[crypto] toy_instruments started" in lines
+    assert any(
+        line.startswith("[crypto] toy_instruments done in")
+        and line.endswith("instruments 2 rows, instrument_rejects 1 rows")
+        for line in lines
+    )
+    assert "checks: 1 passed, 1 warned, 0 failed" in lines
+    manifest = read_manifest(tmp_path / "warehouse")
+    assert manifest is not None
+    assert sorted(manifest.tables["instruments"]) == ["crypto"]
+    assert Warehouse(tmp_path / "warehouse").read(INSTRUMENTS).height == 2
+    assert (tmp_path / "warehouse.duckdb").exists()
+    assert (tmp_path / "dagster" / "storage").is_dir()
+
+
+@pytest.mark.slow
+def test_a_failed_step_or_error_check_exits_non_zero(tmp_path: Path) -> None:
+    result = _materialize(
+        tmp_path, "--market", "crypto,forex", TOY_FAIL_MARKET="forex", TOY_DUPLICATE="1"
+    )
+    assert result.exit_code == 1, result.output
+    assert "[forex] toy_instruments FAILED" in result.output
+    assert "toy source for forex is down" in result.output
+    assert "  ERROR instruments:symbols_unique [crypto]" in result.output.splitlines()
+    assert result.output.splitlines()[-1].startswith("FAILED in")
+
+
+def test_an_unknown_market_is_refused_before_running(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--market", "bonds")
+    assert result.exit_code == 2
+    assert "unknown markets ['bonds']" in result.output
+    assert not (tmp_path / "dagster").exists()
+
+
+def test_an_unknown_asset_is_refused_naming_the_available_ones(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--select", "prices")
+    assert result.exit_code == 2
+    assert "unknown assets ['prices']" in result.output
+    assert "instrument_rejects, instruments" in result.output
+
+
+def test_summary_counts_checks_and_fails_on_error_checks() -> None:
+    tally = CheckTally(passed=3, warned=["a:w [crypto]"], failed=["a:e [forex]"])
+    assert _summary(tally, [], 1.0) == [
+        "checks: 3 passed, 1 warned, 1 failed",
+        "  WARN  a:w [crypto]",
+        "  ERROR a:e [forex]",
+        "FAILED in 1.0s",
+    ]
+    assert _summary(CheckTally(passed=1, warned=["w"]), [], 2.0)[-1] == "done in 2.0s"
+
+
+@pytest.mark.slow
+def test_selecting_one_output_of_a_multi_asset_runs_the_whole_step(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--market", "stocks", "--select", "instrument_rejects")
+    assert result.exit_code == 0, result.output
+    assert "instruments 2 rows, instrument_rejects 1 rows" in result.output

@@ -1,0 +1,77 @@
+"""The composition root: `pipelines.definitions` loads, and its graph, job and schedule are as expected."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines import definitions
+from pipelines.catalog import MARKETS, TABLES
+from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.schedules import DAILY_JOB
+from pipelines.settings import load_settings
+from pipelines.warehouse.io_manager import WarehouseIOManager
+from tests.mi import toy_definitions
+
+EXPECTED_ASSETS: set[str] = set()
+"""Snapshot of the asset graph: update it in the commit that adds a domain to DOMAINS."""
+
+
+@pytest.fixture
+def defs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dg.Definitions:
+    """The project's Definitions as `dagster dev` loads them, with data under tmp_path."""
+    monkeypatch.setenv("MI_DATA_DIR", str(tmp_path))
+    return definitions.defs()
+
+
+def test_definitions_load_with_the_expected_asset_graph(defs: dg.Definitions) -> None:
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert keys == EXPECTED_ASSETS
+
+
+def test_every_stored_asset_is_a_catalog_table_partitioned_by_market(
+    defs: dg.Definitions,
+) -> None:
+    graph = defs.resolve_asset_graph()
+    for key in graph.materializable_asset_keys:
+        node = graph.get(key)
+        assert node.partitions_def == MARKET_PARTITIONS, key
+        assert key.path[-1] in TABLES or key.path[-1] == "embedded_market_files", key
+
+
+def test_the_io_manager_writes_under_the_settings_data_dir(
+    defs: dg.Definitions, tmp_path: Path
+) -> None:
+    io_manager = defs.resources["io_manager"]
+    assert isinstance(io_manager, WarehouseIOManager)
+    assert Path(io_manager.warehouse_dir) == tmp_path / "warehouse"
+    assert Path(str(io_manager.duckdb_path)) == tmp_path / "warehouse.duckdb"
+
+
+def test_importing_the_root_reads_no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MI_SEED", "not a number")
+    with pytest.raises(ValueError, match="not a number"):
+        load_settings()
+    assert callable(definitions.defs)
+
+
+def test_the_daily_schedule_requests_one_run_per_market(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MI_DATA_DIR", str(tmp_path))
+    defs = toy_definitions.defs()
+    schedule = defs.resolve_schedule_def("daily_materialization")
+    assert schedule.cron_schedule == "30 0 * * *"
+    assert schedule.execution_timezone == "UTC"
+    when = datetime(2026, 1, 2, 0, 30, tzinfo=UTC)
+    repository = defs.get_repository_def()
+    with dg.build_schedule_context(
+        repository_def=repository, scheduled_execution_time=when
+    ) as context:
+        requests = list(schedule.evaluate_tick(context).run_requests or [])
+    assert [r.partition_key for r in requests] == list(MARKETS)
+    assert [r.run_key for r in requests] == [f"2026-01-02:{m}" for m in MARKETS]
+    assert defs.resolve_job_def(DAILY_JOB).executor_def.name == "in_process"
