@@ -10,6 +10,7 @@ from litestar.di import Provide
 from litestar.logging import LoggingConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.plugins import InitPluginProtocol
 
 from api.dependencies import constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
@@ -24,8 +25,13 @@ def create_app(
     *,
     reader: WarehouseReader | None = None,
     health_checks: Sequence[HealthCheck] = (),
+    plugins: Sequence[InitPluginProtocol] = (),
 ) -> Litestar:
-    """The API for `settings`; `health_checks` adds a status check per extra datastore (metering)."""
+    """The API for `settings`.
+
+    `health_checks` adds a `/api/v1/status` check per extra datastore; `plugins` (Litestar init
+    plugins) add cross-cutting concerns with their own middleware and lifespan, e.g. metering.
+    """
     reader = reader or DuckDBWarehouseReader(
         settings.warehouse_dir, poll_interval=settings.manifest_poll_seconds
     )
@@ -53,6 +59,7 @@ def create_app(
         lifespan=[reader_lifespan],
         openapi_config=_openapi_config(settings),
         logging_config=_logging_config(),
+        plugins=list(plugins),
         debug=False,
     )
 

@@ -87,7 +87,12 @@ def client_for(settings: ApiSettings) -> Iterator[Callable[..., TestClient[Lites
 
     def start(*handlers: HTTPRouteHandler, **overrides: object) -> TestClient[Litestar]:
         health_checks = overrides.pop("health_checks", ())
-        app = create_app(replace(settings, **overrides), health_checks=health_checks)  # type: ignore[arg-type]
+        plugins = overrides.pop("plugins", ())
+        app = create_app(
+            replace(settings, **overrides),  # type: ignore[arg-type]
+            health_checks=health_checks,  # type: ignore[arg-type]
+            plugins=plugins,  # type: ignore[arg-type]
+        )
         for handler in handlers:
             app.register(handler)
         client = TestClient(app)

@@ -7,9 +7,13 @@ from collections.abc import Callable
 
 import pytest
 from litestar import Litestar, get
+from litestar.config.app import AppConfig
 from litestar.exceptions import NotAuthorizedException
+from litestar.middleware import ASGIMiddleware
 from litestar.params import FromPath, FromQuery
+from litestar.plugins import InitPluginProtocol
 from litestar.testing import TestClient
+from litestar.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import (
     ApiFailure,
@@ -162,3 +166,25 @@ def test_litestar_auth_failures_use_the_pipeline_envelope(client_for: ClientFor)
     response = client_for(auth).get("/test/auth")
     assert response.status_code == 401
     assert response.json() == {"success": False, "message": "unauthorized"}
+
+
+class RefusingMiddleware(ASGIMiddleware):
+    """Refuses every /api/v1/ping the way an authentication middleware would."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        if scope["path"] == "/api/v1/ping":
+            raise RateLimited("rate limit exceeded", retry_after=2)
+        await next_app(scope, receive, send)
+
+
+class RefusingPlugin(InitPluginProtocol):
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        app_config.middleware.append(RefusingMiddleware())
+        return app_config
+
+
+def test_failures_raised_in_a_plugin_middleware_use_the_envelope(client_for: ClientFor) -> None:
+    response = client_for(plugins=[RefusingPlugin()]).get("/api/v1/ping")
+    assert response.status_code == 429
+    assert response.json() == {"success": False, "message": "rate limit exceeded"}
+    assert response.headers["retry-after"] == "2"
