@@ -27,6 +27,7 @@ RECORD_LIMIT = 8_000
 """Characters of raw text kept in a reject's `record` (a whole item, or the head of a bad document)."""
 
 _RAW_ITEM = re.compile(r"<(item|entry)\b[\s\S]*?(?:</\1\s*>|$)")
+_OPAQUE = re.compile(r"<!\[CDATA\[[\s\S]*?(?:\]\]>|$)|<!--[\s\S]*?(?:-->|$)")
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,9 @@ def _feed_reject(document: FeedDocument, text: str, reason: str) -> Reject:
 
 def _raw_items(text: str, entries: int) -> list[str] | None:
     """The raw XML of each item, when it can be matched one to one with the parsed entries."""
-    raw = [match.group(0) for match in _RAW_ITEM.finditer(text)]
+    # Markup quoted in CDATA or comments is blanked (same length) so it cannot look like an item.
+    masked = _OPAQUE.sub(lambda m: " " * len(m.group(0)), text)
+    raw = [text[m.start() : m.end()] for m in _RAW_ITEM.finditer(masked)]
     return raw if len(raw) == entries else None
 
 

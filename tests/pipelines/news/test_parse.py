@@ -206,3 +206,26 @@ def test_an_unreadable_feed_is_rejected_with_the_read_error(policy: ParsePolicy)
         "feed",
         "unreadable feed: HTTP 404 (after 1 attempt(s))",
     )
+
+
+def test_a_relative_link_without_a_guid_is_rejected_as_no_link(policy: ParsePolicy) -> None:
+    document = rss(
+        "<item><title>t</title><link>/markets/a</link><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate></item>"
+    )
+    reason = only_reject(parse_document(document, policy)).reason
+    assert reason == "no guid and no link: link '/markets/a' is not an absolute http(s) URL"
+
+
+def test_a_rejects_raw_item_ignores_markup_quoted_in_cdata(policy: ParsePolicy) -> None:
+    item = "<item><title>t</title><description><![CDATA[<item>quoted</item>]]></description></item>"
+    assert only_reject(parse_document(rss(item), policy)).record == item
+
+
+def test_a_reject_whose_raw_item_cannot_be_matched_keeps_its_fields_as_json(
+    policy: ParsePolicy,
+) -> None:
+    # feedparser starts a second entry at a foreign <entry> inside an RSS item: 2 parsed, 1 raw.
+    item = "<item><title>t</title><entry xmlns='urn:x'>z</entry></item>"
+    parsed = parse_document(rss(item), policy)
+    assert parsed.items_read == 2
+    assert parsed.rejects[0].record == '{"title": "t"}'
