@@ -12,7 +12,13 @@ import polars as pl
 from pipelines.catalog import DAILY_PRICES, Manifest, PartitionFile, write_manifest
 from pipelines.prices.definitions import build_defs
 from pipelines.prices.incremental import collect_prices, fetch_plan, stored_partition
-from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
+from pipelines.prices.sources.base import (
+    RAW_BARS_SCHEMA,
+    RAW_INSTRUMENTS_SCHEMA,
+    PriceSource,
+    RawBars,
+    RawInstruments,
+)
 from pipelines.prices.sources.binance import BinanceSource
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.prices.sources.file_drop import FileDropSource
@@ -78,6 +84,16 @@ class Recording(PriceSource):
         return RawBars(pl.DataFrame(rows, schema=RAW_BARS_SCHEMA))
 
 
+class RecordingWithBitcoin(Recording):
+    def instruments(self, market: str) -> RawInstruments:
+        row = {"symbol": "BTC", "name": "Bitcoin", "logo": "", "source": "t", "location": "1"}
+        return RawInstruments(pl.DataFrame([row | {"record": "r"}], schema=RAW_INSTRUMENTS_SCHEMA))
+
+
+def assets_of(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
+    return [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
+
+
 def test_stored_partition_is_read_through_the_warehouse_manifest(tmp_path: Path) -> None:
     assert stored_partition(tmp_path, "daily_prices", "crypto") is None
     store(tmp_path, bars("BTC", [1, 2]))
@@ -139,9 +155,7 @@ def test_daily_prices_asset_fetches_binance_incrementally_over_http(tmp_path: Pa
         )
         defs = build_defs(settings, sources=registry)
         resources = dict(defs.resources or {}) | {"io_manager": dg.mem_io_manager}
-        result = dg.materialize(
-            list(defs.assets or []), partition_key="crypto", resources=resources
-        )
+        result = dg.materialize(assets_of(defs), partition_key="crypto", resources=resources)
     assert [r.query["symbol"] for r in server.requests] == ["BTCUSDT"]
     prices = result.output_for_node("raw_daily_prices", "daily_prices")
     assert prices["date"].to_list() == [date(2024, 1, d) for d in (1, 2, 3, 4)]
@@ -149,3 +163,20 @@ def test_daily_prices_asset_fetches_binance_incrementally_over_http(tmp_path: Pa
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks["fresh"]
     assert checks["no_missing_trading_days"]
+
+
+def test_second_run_through_the_warehouse_io_manager_fetches_only_new_bars(tmp_path: Path) -> None:
+    from pipelines.warehouse.definitions import build_defs as warehouse_defs
+
+    settings = PipelineSettings(tmp_path, tmp_path / "sources.toml", 1, date(2024, 1, 5))
+    source = RecordingWithBitcoin()
+    registry = SourceRegistry(dict.fromkeys(("crypto", "forex", "commodities", "stocks"), source))
+    defs = dg.Definitions.merge(build_defs(settings, sources=registry), warehouse_defs(settings))
+    for _ in range(2):
+        dg.materialize(
+            assets_of(defs), partition_key="crypto", resources=dict(defs.resources or {})
+        )
+    assert source.calls == [(("BTC",), None), (("BTC",), date(2024, 1, 5))]
+    stored = stored_partition(settings.warehouse_dir, "daily_prices", "crypto")
+    assert stored is not None
+    assert stored["date"].to_list() == [date(2024, 1, d) for d in range(1, 6)]
