@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
 from api.schemas import ErrorBody, PipelineErrorBody, TokenLimitErrorBody, Wire
@@ -184,6 +185,22 @@ def schema_not_found_as_json(response: Response[Any]) -> Response[Any]:
     if response.status_code == 404:
         return _respond(ErrorBody(error=NOT_FOUND), 404)
     return response
+
+
+def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI `responses=` for a route's documented failures, each in its envelope.
+
+    Pass 400 explicitly on routes with parameters: it replaces the schema Litestar adds for its own
+    validation errors (which this API answers as 422 in the `error` envelope).
+    """
+    return {
+        status: ResponseSpec(
+            data_container=PipelineErrorBody if status in PIPELINE_STATUSES else ErrorBody,
+            description=HTTPStatus(status).phrase,
+            generate_examples=False,
+        )
+        for status in statuses
+    }
 
 
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
