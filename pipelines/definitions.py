@@ -7,10 +7,15 @@ from collections.abc import Callable, Sequence
 import dagster as dg
 
 from pipelines import schedules
+from pipelines.news.definitions import build_defs as news_defs
+from pipelines.prices.definitions import build_defs as prices_defs
 from pipelines.settings import PipelineSettings, load_settings
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
 
-DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = ()
+DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
+    prices_defs,
+    news_defs,
+)
 """Each domain's `build_defs`; adding a domain is one import and one entry here."""
 
 

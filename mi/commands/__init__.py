@@ -6,5 +6,6 @@ import click
 
 from mi.commands.pipeline import materialize
 from mi.commands.serve import serve
+from mi.commands.warehouse import sql
 
-ALL: list[click.Command] = [materialize, serve]
+ALL: list[click.Command] = [materialize, serve, sql]

@@ -19,6 +19,7 @@ from pipelines.settings import PipelineSettings, load_settings
 
 if TYPE_CHECKING:
     import dagster as dg
+    from dagster._utils.error import SerializableErrorInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """Where `dagster.yaml` lives (the instance `make dagster` opens)."""
@@ -70,10 +71,10 @@ class Progress:
             self._line(f"{key} done in {elapsed:.1f}s: {rows}")
             return
         self.failed_steps.append(f"{key} [{self.market}]")
-        error = event.step_failure_data.error if event.step_failure_data else None
+        error = _root_cause(event)
         self._line(f"{key} FAILED after {elapsed:.1f}s: {error.message.strip() if error else ''}")
         if error:
-            self.echo(error.to_string())
+            self.echo(error.to_string().rstrip())
 
     def _check(self, evaluation: dg.AssetCheckEvaluation) -> None:
         name = f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} [{self.market}]"
@@ -91,6 +92,14 @@ class Progress:
 
     def _line(self, text: str) -> None:
         self.echo(f"[{self.market}] {text}")
+
+
+def _root_cause(event: dg.DagsterEvent) -> SerializableErrorInfo | None:
+    # The outermost error is Dagster's wrapper; the innermost names what went wrong in our code.
+    error = event.step_failure_data.error if event.step_failure_data else None
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return error
 
 
 def _rows_of(event: dg.DagsterEvent) -> str:

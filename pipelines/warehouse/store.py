@@ -86,6 +86,22 @@ class Warehouse:
         frames = [pl.read_parquet(self.root / partitions[m].path) for m in wanted]
         return pl.concat(frames) if frames else table.empty()
 
+    def ensure_views(self) -> None:
+        """Bring the DuckDB views up to the current manifest (empty typed views before any write).
+
+        Normally every commit refreshes them; this repairs a refresh skipped while the file was
+        locked, a database file deleted, or a warehouse moved.
+        """
+        if self.duckdb_path is None:
+            return
+        manifest = read_manifest(self.root)
+        wanted = (manifest.version if manifest else 0, str(self.root.resolve()))
+        if views.views_version(self.duckdb_path, timeout=self.views_timeout) == wanted:
+            return
+        with self._locked():
+            current = read_manifest(self.root)
+            views.refresh_views(self.duckdb_path, self.root, current, timeout=self.views_timeout)
+
     def collect_garbage(self, manifest: Manifest, now: float | None = None) -> list[Path]:
         """Delete data files the manifest no longer names, once retired for longer than the grace."""
         referenced = {

@@ -1,0 +1,73 @@
+"""`mi sql`: query the warehouse read-only through its DuckDB views, or list its tables."""
+
+from __future__ import annotations
+
+import click
+import duckdb
+import polars as pl
+
+from pipelines.catalog import TABLES
+from pipelines.settings import load_settings
+from pipelines.warehouse import views
+from pipelines.warehouse.store import Warehouse
+
+
+def describe_tables() -> str:
+    """Every catalog table with its description and columns (name, type, nullability, meaning)."""
+    blocks = []
+    for table in TABLES.values():
+        lines = [f"{table.name}: {table.description}", f"  key: {', '.join(table.key)}"]
+        width = max(len(c.name) for c in table.columns)
+        for c in table.columns:
+            kind = views.duckdb_type(c.dtype) + (" NULL" if c.nullable else "")
+            lines.append(f"  {c.name:<{width}}  {kind:<16} {c.description}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def render(frame: pl.DataFrame, output: str, max_rows: int) -> str:
+    """The result as a table (polars' layout), CSV, or JSON (one object per row)."""
+    if output == "csv":
+        return frame.write_csv().rstrip("\n")
+    if output == "json":
+        return frame.write_json()
+    with pl.Config(tbl_rows=max_rows, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=60):
+        return repr(frame)
+
+
+def query(sql: str) -> pl.DataFrame:
+    """Run `sql` on a read-only connection, after bringing the views up to the current manifest."""
+    settings = load_settings()
+    warehouse = Warehouse(settings.warehouse_dir, settings.duckdb_path)
+    warehouse.ensure_views()
+    with views.connect(settings.duckdb_path) as con:
+        relation = con.sql(sql)
+        return relation.pl() if relation is not None else pl.DataFrame()
+
+
+@click.command()
+@click.argument("sql", required=False)
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--max-rows", default=50, show_default=True, help="Rows shown in table format.")
+@click.option("--tables", is_flag=True, help="List the tables and their columns instead.")
+def sql(sql: str | None, output: str, max_rows: int, tables: bool) -> None:
+    """Run a read-only SQL query against the warehouse views (one per table).
+
+    Example: mi sql "select market, count(*) from daily_prices group by all"
+    """
+    if tables:
+        click.echo(describe_tables())
+        return
+    if not sql:
+        raise click.UsageError("give a query, or --tables to list the tables")
+    try:
+        frame = query(sql)
+    except (duckdb.Error, views.ViewsLockedError) as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(render(frame, output, max_rows))
