@@ -1,6 +1,6 @@
 """The `embedded_market_files` asset: writes one market partition of the embedded market."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Dagster inspects the context annotation at runtime.
 
 from datetime import UTC, datetime, time
 

@@ -39,9 +39,9 @@ class Dynamics:
     """Daily probability of an idiosyncratic jump (and of a market-wide one)."""
     jump_size: float = 4.0
     """Smallest jump in volatility units; sizes are this plus an exponential with mean 2."""
-    kappa: float = 1 / 1000
+    kappa: float = 1 / 600
     """Daily pull of log price towards its level (a soft guard; the regimes do most of it)."""
-    steer: float = 12.0
+    steer: float = 8.0
     """Deviation from the level, in volatility units, at which a new regime is e^-1 as likely to
     push further away as to come back (keeps levels realistic over a decade without killing trends)."""
     range_scale: float = 0.55
@@ -63,10 +63,10 @@ class Dynamics:
 
 
 DYNAMICS: dict[str, Dynamics] = {
-    "crypto": Dynamics(trend=0.12, gap=0.0),
-    "forex": Dynamics(trend=0.06, gap=0.08, jump_prob=0.0015, kappa=1 / 500),
-    "commodities": Dynamics(trend=0.08, gap=0.25),
-    "stocks": Dynamics(trend=0.08, gap=0.30),
+    "crypto": Dynamics(trend=0.12, gap=0.0, kappa=1 / 300),
+    "forex": Dynamics(trend=0.06, gap=0.08, jump_prob=0.0015, kappa=1 / 300),
+    "commodities": Dynamics(trend=0.08, gap=0.25, kappa=1 / 400),
+    "stocks": Dynamics(trend=0.08, gap=0.30, kappa=1 / 400),
 }
 
 SIDEWAYS_WEIGHT = 0.8

@@ -64,12 +64,12 @@ OPENERS: dict[str, tuple[str, ...]] = {
     "up": (
         "{name} ({ticker}) rose {pct} to {price} on {date}, {reason}.",
         "{name} ({ticker}) gained {pct} on {date} and closed at {price}, {reason}.",
-        "Buyers lifted {ticker} by {pct} to {price} on {date}; {name} moved {reason}.",
+        "Buyers lifted {name} ({ticker}) by {pct} to {price} on {date}, {reason}.",
     ),
     "down": (
         "{name} ({ticker}) fell {pct} to {price} on {date}, {reason}.",
         "{name} ({ticker}) lost {pct} on {date} and closed at {price}, {reason}.",
-        "Sellers pushed {ticker} down {pct} to {price} on {date}; {name} moved {reason}.",
+        "Sellers pushed {name} ({ticker}) down {pct} to {price} on {date}, {reason}.",
     ),
     "closed": (
         "{name} ({ticker}) last closed at {price}; with markets shut on {date}, traders weigh {reason}.",

@@ -393,5 +393,5 @@ def _stocks(n: int, rng: np.random.Generator) -> Universe:
     specs = list(STOCKS[:n])
     taken = {s.symbol for s in STOCKS}
     specs += _extras(rng, n - len(specs), taken, _STOCK_SUFFIXES, (10, 300), (0.015, 0.028))
-    rho = rng.uniform(0.42, 0.66, size=n)
+    rho = rng.uniform(0.35, 0.58, size=n)
     return _from_specs("stocks", specs, rho, _zipf(n, 12e9, 1.0) + 20e6, [2] * n)
