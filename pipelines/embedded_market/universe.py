@@ -57,14 +57,14 @@ _C = Spec
 CRYPTO: tuple[Spec, ...] = (
     _C("BTC", "Bitcoin", 48_000, 0.031, ("bitcoin",)),
     _C("ETH", "Ethereum", 2_400, 0.038, ("ether", "ethereum")),
-    _C("BNB", "BNB", 380, 0.040),
-    _C("SOL", "Solana", 95, 0.050),
-    _C("XRP", "XRP", 0.55, 0.045, ("Ripple",)),
-    _C("ADA", "Cardano", 0.42, 0.046),
-    _C("DOGE", "Dogecoin", 0.11, 0.052, ("doge",)),
+    _C("BNB", "BNB", 380, 0.037),
+    _C("SOL", "Solana", 95, 0.046),
+    _C("XRP", "XRP", 0.55, 0.042, ("Ripple",)),
+    _C("ADA", "Cardano", 0.42, 0.043),
+    _C("DOGE", "Dogecoin", 0.11, 0.048, ("doge",)),
     _C("TRX", "TRON", 0.10, 0.038),
-    _C("AVAX", "Avalanche", 28, 0.052),
-    _C("DOT", "Polkadot", 6.2, 0.048),
+    _C("AVAX", "Avalanche", 28, 0.048),
+    _C("DOT", "Polkadot", 6.2, 0.045),
     _C("LINK", "Chainlink", 14, 0.050),
     _C("MATIC", "Polygon", 0.75, 0.050),
     _C("SHIB", "Shiba Inu", 0.000018, 0.055),
@@ -346,7 +346,7 @@ def _crypto(n: int, rng: np.random.Generator) -> Universe:
     specs = list(CRYPTO[:n])
     taken = {s.symbol for s in CRYPTO}
     specs += _extras(rng, n - len(specs), taken, _CRYPTO_SUFFIXES, (0.0005, 40), (0.055, 0.075))
-    rho = rng.uniform(0.62, 0.84, size=n)
+    rho = rng.uniform(0.58, 0.80, size=n)
     rho[0] = 0.97  # BTC is nearly the market factor itself
     return _from_specs("crypto", specs, rho, _zipf(n, 28e9, 1.5) + 2e6)
 
@@ -393,5 +393,5 @@ def _stocks(n: int, rng: np.random.Generator) -> Universe:
     specs = list(STOCKS[:n])
     taken = {s.symbol for s in STOCKS}
     specs += _extras(rng, n - len(specs), taken, _STOCK_SUFFIXES, (10, 300), (0.015, 0.028))
-    rho = rng.uniform(0.35, 0.58, size=n)
+    rho = rng.uniform(0.32, 0.52, size=n)
     return _from_specs("stocks", specs, rho, _zipf(n, 12e9, 1.0) + 20e6, [2] * n)
