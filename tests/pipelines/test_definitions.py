@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -83,3 +86,20 @@ def test_the_daily_schedule_requests_one_run_per_market(
     assert [r.partition_key for r in requests] == list(MARKETS)
     assert [r.run_key for r in requests] == [f"2026-01-02:{m}" for m in MARKETS]
     assert defs.resolve_job_def(DAILY_JOB).executor_def.name == "in_process"
+
+
+@pytest.mark.slow
+def test_the_dagster_cli_finds_the_lazy_definitions(tmp_path: Path) -> None:
+    # What `make dagster` relies on: pyproject's [tool.dagster] module and the lazy `defs`.
+    dagster = Path(sys.executable).with_name("dagster")
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path), "DAGSTER_HOME": str(tmp_path)}
+    completed = subprocess.run(
+        [str(dagster), "definitions", "validate"],
+        cwd=Path(definitions.__file__).parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "All code locations passed validation" in completed.stdout + completed.stderr
