@@ -7,12 +7,14 @@ from collections.abc import Callable, Sequence
 import dagster as dg
 
 from pipelines import schedules
+from pipelines.embedded_market.definitions import build_defs as embedded_market_defs
 from pipelines.news.definitions import build_defs as news_defs
 from pipelines.prices.definitions import build_defs as prices_defs
 from pipelines.settings import PipelineSettings, load_settings
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
 
 DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
+    embedded_market_defs,
     prices_defs,
     news_defs,
 )
