@@ -23,7 +23,12 @@ def build_defs() -> dg.Definitions:
         description="Materialize every asset for one market partition.",
     )
 
-    @dg.schedule(job=job, cron_schedule=DAILY_CRON, execution_timezone="UTC")
+    @dg.schedule(
+        job=job,
+        cron_schedule=DAILY_CRON,
+        execution_timezone="UTC",
+        default_status=dg.DefaultScheduleStatus.RUNNING,  # on whenever the daemon runs
+    )
     def daily_materialization(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         day = context.scheduled_execution_time.date().isoformat()
         for market in MARKETS:

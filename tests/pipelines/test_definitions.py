@@ -77,6 +77,7 @@ def test_the_daily_schedule_requests_one_run_per_market(
     schedule = defs.resolve_schedule_def("daily_materialization")
     assert schedule.cron_schedule == "30 0 * * *"
     assert schedule.execution_timezone == "UTC"
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
     when = datetime(2026, 1, 2, 0, 30, tzinfo=UTC)
     repository = defs.get_repository_def()
     with dg.build_schedule_context(
