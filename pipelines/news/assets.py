@@ -26,7 +26,7 @@ CHECKS: dict[str, tuple[dg.AssetKey, str]] = {
     "article_id_unique": (RAW_NEWS_KEY, "No two articles share an article_id."),
     "articles_complete": (RAW_NEWS_KEY, "Every article has a publication instant and a body."),
     "fresh": (RAW_NEWS_KEY, "The newest article is within the configured number of hours."),
-    "rejects_absent": (
+    "no_rejects": (
         NEWS_REJECTS_KEY,
         "No feed or item was rejected (WARN lists reasons by count).",
     ),
@@ -116,7 +116,7 @@ def _check_results(
             checks.fresh(batch.newest, now, policy.freshness_hours),
             dg.AssetCheckSeverity.WARN,
         ),
-        "rejects_absent": (checks.rejects_absent(batch.rejects), dg.AssetCheckSeverity.WARN),
+        "no_rejects": (checks.no_rejects(batch.rejects), dg.AssetCheckSeverity.WARN),
     }
     for name, (outcome, severity) in outcomes.items():
         yield dg.AssetCheckResult(

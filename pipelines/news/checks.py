@@ -69,7 +69,7 @@ def reason_category(reason: str) -> str:
     return reason.split(":", 1)[0].strip()
 
 
-def rejects_absent(rejects: pl.DataFrame) -> Outcome:
+def no_rejects(rejects: pl.DataFrame) -> Outcome:
     """No feed or item was rejected; otherwise the reasons by count and the first rejects."""
     categories = Counter(
         reason_category(part)

@@ -21,7 +21,7 @@ from pipelines.settings import PipelineSettings, load_settings
     partitions_def=MARKET_PARTITIONS,
     check_specs=[
         dg.AssetCheckSpec("symbols_unique", asset=INSTRUMENTS.name),
-        dg.AssetCheckSpec("rejects_absent", asset=INSTRUMENT_REJECTS.name),
+        dg.AssetCheckSpec("no_rejects", asset=INSTRUMENT_REJECTS.name),
     ],
 )
 def toy_instruments(
@@ -54,7 +54,7 @@ def toy_instruments(
     )
     yield dg.AssetCheckResult(
         asset_key=INSTRUMENT_REJECTS.name,
-        check_name="rejects_absent",
+        check_name="no_rejects",
         passed=rejects.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,
     )

@@ -61,7 +61,7 @@ def _feed_problems(root: Path, market: str) -> set[tuple[str, str, str]]:
     found = set()
     channel = ET.parse(root / f"news/{market}/wire.xml").getroot().find("channel")
     assert channel is not None
-    for index, item in enumerate(channel.iter("item")):
+    for index, item in enumerate(channel.iter("item"), start=1):
         where = (f"news/{market}/wire.xml", f"item {index}")
         if item.findtext("title") is None:
             found.add(("news_missing_title", *where))
@@ -72,7 +72,7 @@ def _feed_problems(root: Path, market: str) -> set[tuple[str, str, str]]:
         except (TypeError, ValueError):
             found.add(("news_unparseable_date", *where))
     feed = ET.parse(root / f"news/{market}/digest.xml").getroot()
-    for index, entry in enumerate(feed.iter(f"{ATOM}entry")):
+    for index, entry in enumerate(feed.iter(f"{ATOM}entry"), start=1):
         where = (f"news/{market}/digest.xml", f"item {index}")
         try:
             date.fromisoformat(str(entry.findtext(f"{ATOM}published"))[:10])

@@ -92,9 +92,9 @@ def test_checks_pass_on_unique_complete_fresh_articles_and_warn_on_rejects(
         "article_id_unique": True,
         "articles_complete": True,
         "fresh": True,
-        "rejects_absent": False,
+        "no_rejects": False,
     }
-    rejects = checks["rejects_absent"]
+    rejects = checks["no_rejects"]
     assert rejects.severity == dg.AssetCheckSeverity.WARN
     assert rejects.asset_key == NEWS_REJECTS_KEY
     assert rejects.metadata["reasons"].value == {
@@ -151,5 +151,5 @@ def test_build_defs_loads_and_declares_the_news_resources(tmp_path: Path) -> Non
         "article_id_unique",
         "articles_complete",
         "fresh",
-        "rejects_absent",
+        "no_rejects",
     }

@@ -60,8 +60,8 @@ def test_fresh_passes_within_the_limit_and_fails_beyond_it_or_without_articles()
     assert not checks.fresh(None, T, max_age_hours=24).passed
 
 
-def test_rejects_absent_counts_reasons_by_category() -> None:
-    outcome = checks.rejects_absent(
+def test_no_rejects_counts_reasons_by_category() -> None:
+    outcome = checks.no_rejects(
         rejects(
             "missing date: none",
             "no guid and no link: x | missing date: none",
@@ -75,7 +75,7 @@ def test_rejects_absent_counts_reasons_by_category() -> None:
         "empty document": 1,
     }
     assert outcome.metadata["rejects"] == 3
-    assert checks.rejects_absent(rejects()).passed
+    assert checks.no_rejects(rejects()).passed
 
 
 def test_reason_category_is_the_text_before_the_first_colon() -> None:

@@ -38,3 +38,18 @@ def test_embedded_feeds_parse_and_every_injected_news_defect_is_rejected_or_kept
     assert batch.articles.filter(pl.col("guid").str.ends_with("-untitled")).get_column(
         "title"
     ).to_list() == [None]
+
+
+def test_each_news_reject_points_at_the_item_the_generator_broke(tmp_path: Path) -> None:
+    manifest = write_embedded_market(tmp_path, "crypto", seed=7, as_of=AS_OF, days=20)
+    batch = build_batch(
+        "crypto",
+        FileDropNewsSource(tmp_path).documents("crypto"),
+        ParsePolicy(now=AS_OF + timedelta(hours=1)),
+    )
+    rejected = {
+        (Path(source).relative_to(tmp_path).as_posix(), location)
+        for source, location in batch.rejects.select("source", "location").iter_rows()
+    }
+    broken = {(d.path, d.location) for d in manifest.defects if d.kind in EXPECTED_REASONS}
+    assert rejected == broken
