@@ -1,0 +1,48 @@
+"""The warehouse catalog: every table's name, key and Parquet schema, written by the pipeline and read by the API.
+
+Each domain's tables live in a module of their own here; `TABLES` registers them all. The API imports
+nothing from `pipelines` but this package.
+"""
+
+from __future__ import annotations
+
+from pipelines.catalog import raw
+from pipelines.catalog.manifest import (
+    MANIFEST_NAME,
+    Manifest,
+    PartitionFile,
+    read_manifest,
+    write_manifest,
+)
+from pipelines.catalog.raw import (
+    DAILY_PRICES,
+    INSTRUMENT_REJECTS,
+    INSTRUMENTS,
+    NEWS_REJECTS,
+    PRICE_REJECTS,
+    RAW_NEWS,
+)
+from pipelines.catalog.schema import MARKETS, WEEKDAY_MARKETS, Column, Table, rejects_table
+
+TABLES: dict[str, Table] = {t.name: t for module in (raw,) for t in module.TABLES}
+"""Every warehouse table by name; the DuckDB views and the docs are generated from this."""
+
+__all__ = [
+    "DAILY_PRICES",
+    "INSTRUMENTS",
+    "INSTRUMENT_REJECTS",
+    "MANIFEST_NAME",
+    "MARKETS",
+    "NEWS_REJECTS",
+    "PRICE_REJECTS",
+    "RAW_NEWS",
+    "TABLES",
+    "WEEKDAY_MARKETS",
+    "Column",
+    "Manifest",
+    "PartitionFile",
+    "Table",
+    "read_manifest",
+    "rejects_table",
+    "write_manifest",
+]

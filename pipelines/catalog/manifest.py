@@ -1,0 +1,69 @@
+"""The warehouse manifest: which immutable Parquet file holds each table partition right now."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+# Writers never overwrite a Parquet file: each materialization writes a new file and then replaces
+# `_manifest.json` atomically. A reader that loads the manifest once reads one consistent version of
+# every table (no mix of old and new), and the manifest's `version` is the data version the API uses
+# for ETags and caches.
+
+MANIFEST_NAME = "_manifest.json"
+
+
+@dataclass(frozen=True)
+class PartitionFile:
+    """One table partition as of a manifest version."""
+
+    path: str
+    """Path of the Parquet file, relative to the warehouse root."""
+    rows: int
+    written_at: str
+    """ISO 8601 UTC instant the file was written."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The current file of every table partition, and a version that changes with any of them."""
+
+    version: int
+    updated_at: str
+    tables: dict[str, dict[str, PartitionFile]]
+    """table name -> market -> file."""
+
+    def files(self, table: str) -> list[str]:
+        return [f.path for _, f in sorted(self.tables.get(table, {}).items())]
+
+
+def read_manifest(warehouse_dir: Path) -> Manifest | None:
+    """The warehouse's current manifest, or None before the first materialization."""
+    path = warehouse_dir / MANIFEST_NAME
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    tables = {
+        table: {market: PartitionFile(**entry) for market, entry in partitions.items()}
+        for table, partitions in raw["tables"].items()
+    }
+    return Manifest(version=int(raw["version"]), updated_at=raw["updated_at"], tables=tables)
+
+
+def write_manifest(warehouse_dir: Path, manifest: Manifest) -> None:
+    """Replace the manifest atomically (write a temporary file, then rename over the old one)."""
+    body = {
+        "version": manifest.version,
+        "updated_at": manifest.updated_at,
+        "tables": {
+            table: {market: asdict(f) for market, f in partitions.items()}
+            for table, partitions in manifest.tables.items()
+        },
+    }
+    target = warehouse_dir / MANIFEST_NAME
+    temporary = target.with_name(f".{MANIFEST_NAME}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, target)

@@ -1,0 +1,78 @@
+"""Raw-layer tables: instruments, daily prices and news as ingested, and what was rejected."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.catalog.schema import Column, Table, rejects_table
+
+INSTRUMENTS = Table(
+    name="instruments",
+    description="Instrument metadata per market: canonical upper-case symbol, display name and logo URI.",
+    columns=(
+        Column("market", pl.String(), "market: crypto, forex, commodities or stocks"),
+        Column("symbol", pl.String(), "canonical upper-case symbol, unique within the market"),
+        Column("name", pl.String(), "display name"),
+        Column("logo", pl.String(), "logo URI"),
+        Column("source", pl.String(), "connector that supplied the row"),
+    ),
+    key=("market", "symbol"),
+)
+
+DAILY_PRICES = Table(
+    name="daily_prices",
+    description=(
+        "Daily OHLCV bars: one row per symbol and calendar day (crypto) or trading day (others); "
+        "`timestamp` is 00:00 UTC of `date` in ms."
+    ),
+    columns=(
+        Column("market", pl.String(), "market of the instrument"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column("date", pl.Date(), "the bar's day (UTC)"),
+        Column("timestamp", pl.Int64(), "00:00 UTC of `date`, unix epoch milliseconds"),
+        Column("open", pl.Float64(), "opening price, quote currency"),
+        Column("high", pl.Float64(), "highest price of the day"),
+        Column("low", pl.Float64(), "lowest price of the day"),
+        Column("close", pl.Float64(), "closing price of the day"),
+        Column(
+            "volume",
+            pl.Float64(),
+            "traded volume in units of the instrument (0 where the source has none)",
+        ),
+        Column("source", pl.String(), "connector that supplied the row"),
+    ),
+    key=("market", "symbol", "date"),
+)
+
+RAW_NEWS = Table(
+    name="raw_news",
+    description="News items as parsed from the configured RSS/Atom feeds, deduplicated by article_id.",
+    columns=(
+        Column("market", pl.String(), "market whose feeds carried the item"),
+        Column(
+            "article_id", pl.String(), "stable id: hash of the item's guid, else its canonical link"
+        ),
+        Column("feed", pl.String(), "feed the item was first read from"),
+        Column("guid", pl.String(), "the item's guid / Atom id", nullable=True),
+        Column("link", pl.String(), "canonical link of the item", nullable=True),
+        Column("title", pl.String(), "headline", nullable=True),
+        Column("body", pl.String(), "text of the item, markup removed"),
+        Column("published_at", pl.Datetime("ms", "UTC"), "publication instant, UTC"),
+        Column("timestamp", pl.Int64(), "publication instant, unix epoch milliseconds"),
+    ),
+    key=("market", "article_id"),
+)
+
+INSTRUMENT_REJECTS = rejects_table("instrument_rejects", "Instrument rows")
+PRICE_REJECTS = rejects_table("price_rejects", "Price rows")
+NEWS_REJECTS = rejects_table("news_rejects", "News items")
+
+
+TABLES: tuple[Table, ...] = (
+    INSTRUMENTS,
+    DAILY_PRICES,
+    RAW_NEWS,
+    INSTRUMENT_REJECTS,
+    PRICE_REJECTS,
+    NEWS_REJECTS,
+)
