@@ -1,0 +1,28 @@
+"""Metering: API keys, plans, token costs, rate and connection limits, and the ledger."""
+
+from api.metering.config import MeteringConfig, load_config, request_cost
+from api.metering.middleware import MeteringMiddleware, report_points
+from api.metering.model import Account, Balance, MeteringUnavailableError
+from api.metering.store import (
+    MeteringStore,
+    check_store,
+    default_store_url,
+    open_store,
+    store_url_from_env,
+)
+
+__all__ = [
+    "Account",
+    "Balance",
+    "MeteringConfig",
+    "MeteringMiddleware",
+    "MeteringStore",
+    "MeteringUnavailableError",
+    "check_store",
+    "default_store_url",
+    "load_config",
+    "open_store",
+    "report_points",
+    "request_cost",
+    "store_url_from_env",
+]

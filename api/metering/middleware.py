@@ -1,0 +1,204 @@
+"""The one ASGI layer that authenticates, limits, charges and settles every metered route."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+from urllib.parse import parse_qsl
+
+import msgspec
+from litestar.connection import ASGIConnection
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.metering.config import MARKETS, MeteringConfig, points_cost, request_cost
+from api.metering.model import (
+    Admission,
+    Balance,
+    Charge,
+    MeteringUnavailableError,
+    Outcome,
+    key_id_of,
+)
+from api.metering.store import MeteringStore
+
+MAX_AUTHORIZATION_LENGTH = 256
+UNAVAILABLE_RETRY_AFTER = 5
+POINTS_SCOPE_KEY = "mi.metering.points"
+"""Where a by-points handler leaves the number of points it returned (see `report_points`)."""
+
+_encode = msgspec.json.Encoder().encode
+_UNAUTHORIZED = _encode({"success": False, "message": "unauthorized"})
+_UNAVAILABLE = _encode({"error": "token accounting is temporarily unavailable; retry later"})
+_LIMIT_MESSAGES = {
+    Outcome.DAILY_LIMIT: ("DAILY_TOKEN_LIMIT", "daily", "daily token limit reached"),
+    Outcome.MONTHLY_LIMIT: ("MONTHLY_TOKEN_LIMIT", "monthly", "monthly token budget exhausted"),
+}
+_TOO_MANY = {
+    Outcome.RATE_LIMITED: "rate limit exceeded: at most 300 requests per 60 seconds",
+    Outcome.TOO_MANY_IN_FLIGHT: "too many simultaneous requests: at most 10 in flight",
+}
+
+
+def report_points(connection: ASGIConnection[Any, Any, Any, Any], points: int) -> None:
+    """Called by a by-points handler (get-price-history) with the number of points it returns."""
+    cast("dict[str, Any]", connection.scope)[POINTS_SCOPE_KEY] = points
+
+
+def parse_authorization(headers: Any) -> tuple[bool, str | None]:
+    """(an Authorization header was sent, the well-formed key in it or None)."""
+    values = [value for name, value in headers if name.lower() == b"authorization"]
+    if not values:
+        return False, None
+    if len(values) > 1 or len(values[0]) > MAX_AUTHORIZATION_LENGTH:
+        return True, None
+    try:
+        text = values[0].decode("ascii")
+    except UnicodeDecodeError:
+        return True, None
+    scheme, _, key = text.strip().partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or key_id_of(key) is None:
+        return True, None
+    return True, key
+
+
+def balance_headers(cost: int, balance: Balance) -> list[tuple[bytes, bytes]]:
+    values = (
+        (b"x-tokens-cost", cost),
+        (b"x-tokens-limit", balance.limit),
+        (b"x-tokens-limit-today", balance.limit_today),
+        (b"x-tokens-remaining", balance.remaining),
+        (b"x-tokens-remaining-today", balance.remaining_today),
+    )
+    return [(name, str(value).encode()) for name, value in values]
+
+
+async def _respond(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": raw + (headers or [])})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class MeteringMiddleware:
+    """Meters every route whose handler declares `opt={"operation": "<name in costs>"}`.
+
+    Order (decisions.md): authentication, then limits (rate, concurrency, budget, in one atomic
+    admit that charges the up-front cost), then the market entitlement (402), then the route.
+    `opt["key"] == "optional"` (ping): without an Authorization header the route is free.
+    Routes without an operation (status, docs) pass through untouched.
+    """
+
+    def __init__(self, app: ASGIApp, store: MeteringStore, config: MeteringConfig) -> None:
+        self.app = app
+        self.store = store
+        self.config = config
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = scope.get("route_handler") if scope["type"] == "http" else None
+        opt: Mapping[str, Any] = handler.opt if handler is not None else {}
+        operation = opt.get("operation")
+        if operation is None:
+            await self.app(scope, receive, send)
+            return
+        sent, key = parse_authorization(scope["headers"])
+        if not sent and opt.get("key") == "optional":
+            await self.app(scope, receive, send)
+            return
+        if key is None:
+            await _respond(send, 401, _UNAUTHORIZED)
+            return
+        try:
+            account = await self.store.authenticate(key)
+            if account is None:
+                await _respond(send, 401, _UNAUTHORIZED)
+                return
+            cost = request_cost(self.config, operation, _query(scope), scope.get("path_params", {}))
+            admission = await self.store.admit(account, operation, cost)
+        except MeteringUnavailableError:
+            retry = [(b"retry-after", str(UNAVAILABLE_RETRY_AFTER).encode())]
+            await _respond(send, 503, _UNAVAILABLE, retry)
+            return
+        if admission.charge is None:
+            await self._refuse(send, admission)
+            return
+        if not self._entitled(account.plan, scope):
+            await self._payment_required(send, admission, scope)
+            return
+        await self._serve(scope, receive, send, operation, admission)
+
+    def _entitled(self, plan: str, scope: Scope) -> bool:
+        market = scope.get("path_params", {}).get("market")
+        if not isinstance(market, str) or market.lower() not in MARKETS:
+            return True  # unknown markets are the route's 404
+        return market.lower() in self.config.plan(plan).markets
+
+    async def _refuse(self, send: Send, admission: Admission) -> None:
+        if admission.balance is None:  # revoked between lookup and admit
+            await _respond(send, 401, _UNAUTHORIZED)
+            return
+        headers = balance_headers(0, admission.balance)
+        if admission.outcome in _LIMIT_MESSAGES:
+            code, limit_type, message = _LIMIT_MESSAGES[admission.outcome]
+            body = {
+                "success": False,
+                "error_code": code,
+                "limit_type": limit_type,
+                "upgrade_url": self.config.upgrade_url,
+                "message": message,
+            }
+            await _respond(send, 401, _encode(body), headers)
+            return
+        headers.append((b"retry-after", str(max(1, admission.retry_after)).encode()))
+        body = {"success": False, "message": _TOO_MANY[admission.outcome]}
+        await _respond(send, 429, _encode(body), headers)
+
+    async def _payment_required(self, send: Send, admission: Admission, scope: Scope) -> None:
+        assert admission.charge is not None
+        net, balance = await self._settle(admission.charge, 402, None, admission.balance)
+        market = str(scope.get("path_params", {}).get("market", "")).lower()
+        body = {"success": False, "message": f"your plan does not include the {market} market"}
+        await _respond(send, 402, _encode(body), balance_headers(net, balance))
+
+    async def _settle(
+        self, charge: Charge, status: int, final: int | None, fallback: Balance | None
+    ) -> tuple[int, Balance]:
+        try:
+            return await self.store.settle(charge, status, final)
+        except MeteringUnavailableError:
+            # The response is already computed; it goes out charged in full (no credit recorded,
+            # the in-flight slot expires after the request timeout).
+            assert fallback is not None
+            return charge.tokens, fallback
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, operation: str, admission: Admission
+    ) -> None:
+        charge, admitted = admission.charge, admission.balance
+        assert charge is not None
+        settled = False
+
+        async def metered_send(message: Message) -> None:
+            nonlocal settled
+            if message["type"] == "http.response.start" and not settled:
+                settled = True
+                points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
+                final = None if points is None else points_cost(self.config, operation, points)
+                net, balance = await self._settle(charge, message["status"], final, admitted)
+                headers = list(message.get("headers", []))
+                message = {**message, "headers": headers + balance_headers(net, balance)}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, metered_send)
+        finally:
+            if not settled:  # the handler died before answering: bill it as a server failure
+                await self._settle(charge, 500, None, admitted)
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    raw = scope.get("query_string", b"")
+    if not raw:
+        return {}
+    return dict(reversed(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)))

@@ -1,0 +1,376 @@
+"""MeteringMiddleware on a tiny Litestar app: order of checks, bodies, headers, charging by status."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import httpx
+import msgspec
+import pytest
+from litestar import Litestar, Request, get
+from litestar.exceptions import HTTPException, NotFoundException, ServiceUnavailableException
+from litestar.middleware import DefineMiddleware
+
+from api.metering import MeteringMiddleware, report_points
+from api.metering.config import MeteringConfig
+from api.metering.store import MeteringStore, open_store
+
+from .conftest import FakeClock, StoreFactory
+
+pytestmark = pytest.mark.anyio
+
+HEADERS = ("x-tokens-cost", "x-tokens-limit", "x-tokens-limit-today", "x-tokens-remaining",
+           "x-tokens-remaining-today")  # fmt: skip
+FAILURES = {"NOPE": NotFoundException, "DOWN": ServiceUnavailableException}
+GATE: dict[str, asyncio.Event] = {}
+"""The slow route waits on GATE["open"]; each test makes its own Event (one per event loop)."""
+
+
+@get("/api/v1/ping", opt={"operation": "ping", "key": "optional"})
+async def ping() -> dict[str, str]:
+    return {"text": "pong"}
+
+
+@get("/api/v1/status")
+async def status() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@get("/api/v2/{market:str}/newsroom/get-recent-briefs/{symbol:str}", opt={"operation": "get-recent-briefs"})  # fmt: skip
+async def briefs(request: Request[Any, Any, Any]) -> dict[str, list[str]]:
+    symbol = request.path_params["symbol"]
+    if symbol in FAILURES:
+        raise FAILURES[symbol]()
+    if symbol in ("BAD", "INVALID"):
+        raise HTTPException(status_code=400 if symbol == "BAD" else 422, detail="bad")
+    return {"briefs": []}
+
+
+@get("/api/v2/{market:str}/technical-analysis/get-price-history/{symbol:str}", opt={"operation": "get-price-history"})  # fmt: skip
+async def price_history(request: Request[Any, Any, Any]) -> dict[str, int]:
+    points = int(request.query_params.get("points", 1600))  # a stand-in for limit/from/to narrowing
+    report_points(request, points)
+    return {"points": points}
+
+
+@get("/api/v2/crypto/trades/get-recent-buys", opt={"operation": "get-recent-buys"})
+async def slow() -> dict[str, bool]:
+    await GATE["open"].wait()
+    return {"done": True}
+
+
+def make_app(store: MeteringStore, config: MeteringConfig) -> Litestar:
+    return Litestar(
+        route_handlers=[ping, status, briefs, price_history, slow],
+        middleware=[DefineMiddleware(MeteringMiddleware, store=store, config=config)],
+    )
+
+
+@asynccontextmanager
+async def serving(store: MeteringStore, config: MeteringConfig) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client for the app, served on the test's own loop (concurrent requests allowed)."""
+    transport = httpx.ASGITransport(app=cast("Any", make_app(store, config)))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+@pytest.fixture
+async def client(
+    make_store: StoreFactory, config: MeteringConfig
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on its own store instance, as a server worker apart from the CLI's `store`."""
+    async with serving(make_store(), config) as http:
+        yield http
+
+
+@pytest.fixture
+async def key(store: MeteringStore) -> str:
+    return await store.create_key("sandbox", "middleware")
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def tokens(response: httpx.Response) -> dict[str, int]:
+    return {name: int(response.headers[name]) for name in HEADERS}
+
+
+BRIEFS = "/api/v2/crypto/newsroom/get-recent-briefs/BTC"
+
+
+async def spent(store: MeteringStore) -> int:
+    total = 0
+    for record in await store.list_keys():
+        entries = await store.ledger(record.key_id)
+        total += sum(entry.tokens for entry in entries if entry.kind != "topup")
+    return total
+
+
+# -- authentication ------------------------------------------------------------------------------
+
+
+async def test_metered_route_without_key_is_401_unauthorized_without_headers(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.get(BRIEFS)
+    assert response.status_code == 401
+    assert response.json() == {"success": False, "message": "unauthorized"}
+    assert not any(name in response.headers for name in HEADERS)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"",
+        b"Bearer",
+        b"Bearer ",
+        b"Basic dXNlcjpwYXNz",
+        b"Token {key}",
+        b"{key}",
+        b"Bearer {key}x",
+        b"Bearer {key}" + b"A" * 300,
+        "Bearer {key}é".encode("latin-1"),
+        b"Bearer mi_live_0000000000_00000000000000000000000000000000",
+    ],
+    ids=[
+        "empty",
+        "scheme-only",
+        "scheme-space",
+        "basic",
+        "wrong-scheme",
+        "no-scheme",
+        "tampered",
+        "very-long",
+        "non-ascii",
+        "unknown-key",
+    ],
+)
+async def test_malformed_or_unknown_authorization_is_401_and_charges_nothing(
+    client: httpx.AsyncClient, store: MeteringStore, key: str, value: bytes
+) -> None:
+    header = value.replace(b"{key}", key.encode())
+    for path in (BRIEFS, "/api/v1/ping"):
+        response = await client.get(path, headers=[(b"authorization", header)])
+        assert response.status_code == 401, response.text
+        assert response.json() == {"success": False, "message": "unauthorized"}
+        assert "x-tokens-cost" not in response.headers
+    assert await spent(store) == 0
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
+async def test_bearer_scheme_is_case_insensitive(
+    client: httpx.AsyncClient, key: str, scheme: str
+) -> None:
+    response = await client.get(BRIEFS, headers={"Authorization": f"{scheme} {key}"})
+    assert response.status_code == 200
+
+
+async def test_revoked_key_is_refused_on_the_next_request(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    assert (await client.get(BRIEFS, headers=bearer(key))).status_code == 200
+    account = await store.authenticate(key)
+    assert account is not None
+    await store.revoke(account.key_id)  # as `mi keys revoke` does, from another process
+    response = await client.get(BRIEFS, headers=bearer(key))
+    assert response.status_code == 401
+    assert response.json() == {"success": False, "message": "unauthorized"}
+
+
+# -- ping and public routes ----------------------------------------------------------------------
+
+
+async def test_ping_without_key_is_free_and_has_no_headers(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    response = await client.get("/api/v1/ping")
+    assert response.status_code == 200
+    assert response.json() == {"text": "pong"}
+    assert "x-tokens-cost" not in response.headers
+    assert await spent(store) == 0
+
+
+async def test_ping_with_valid_key_costs_one_token_and_carries_headers(
+    client: httpx.AsyncClient, key: str
+) -> None:
+    response = await client.get("/api/v1/ping", headers=bearer(key))
+    assert response.status_code == 200
+    assert tokens(response) == dict(zip(HEADERS, (1, 3000, 1000, 2999, 999), strict=True))
+
+
+async def test_status_route_is_not_metered(client: httpx.AsyncClient, key: str) -> None:
+    response = await client.get("/api/v1/status", headers=bearer(key))
+    assert response.status_code == 200
+    assert "x-tokens-cost" not in response.headers
+
+
+async def test_unknown_path_is_404_and_not_charged(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    response = await client.get("/api/v2/crypto/nothing-here", headers=bearer(key))
+    assert response.status_code == 404
+    assert "x-tokens-cost" not in response.headers
+    assert await spent(store) == 0
+
+
+# -- charging and headers ------------------------------------------------------------------------
+
+
+async def test_success_carries_the_five_balance_headers(
+    client: httpx.AsyncClient, key: str
+) -> None:
+    response = await client.get(BRIEFS + "?limit=30", headers=bearer(key))
+    assert response.status_code == 200
+    assert tokens(response) == dict(zip(HEADERS, (5, 3000, 1000, 2995, 995), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("symbol", "status", "net"),
+    [("BTC", 200, 3), ("BAD", 400, 3), ("NOPE", 404, 1), ("INVALID", 422, 1), ("DOWN", 503, 1)],
+)
+async def test_headers_state_the_cost_net_of_same_request_credit(
+    client: httpx.AsyncClient, store: MeteringStore, key: str, symbol: str, status: int, net: int
+) -> None:
+    response = await client.get(f"/api/v2/crypto/newsroom/get-recent-briefs/{symbol}", headers=bearer(key))  # fmt: skip
+    assert response.status_code == status
+    assert tokens(response) == dict(zip(HEADERS, (net, 3000, 1000, 3000 - net, 1000 - net), strict=True))  # fmt: skip
+    assert await spent(store) == net
+
+
+@pytest.mark.parametrize(
+    ("query", "cost"),
+    [
+        ("", 5),
+        ("?limit=10&points=10", 2),
+        ("?limit=200&points=200", 4),
+        ("?points=50", 3),
+        ("?points=30", 2),
+        ("?limit=30&points=60", 2),
+    ],
+)
+async def test_price_history_is_charged_by_points_returned_never_above_the_up_front_cost(
+    client: httpx.AsyncClient, key: str, query: str, cost: int
+) -> None:
+    response = await client.get(f"/api/v2/crypto/technical-analysis/get-price-history/BTC{query}", headers=bearer(key))  # fmt: skip
+    assert response.status_code == 200
+    assert int(response.headers["x-tokens-cost"]) == cost
+    assert int(response.headers["x-tokens-remaining"]) == 3000 - cost
+
+
+async def test_token_limit_401_has_code_upgrade_url_and_zero_cost_headers(
+    client: httpx.AsyncClient, store: MeteringStore, config: MeteringConfig, key: str
+) -> None:
+    account = await store.authenticate(key)
+    assert account is not None
+    admission = await store.admit(account, "bulk", 998)
+    assert admission.charge is not None
+    await store.settle(admission.charge, 200)
+    response = await client.get(BRIEFS, headers=bearer(key))
+    assert response.status_code == 401
+    assert response.json() == {
+        "success": False,
+        "error_code": "DAILY_TOKEN_LIMIT",
+        "limit_type": "daily",
+        "upgrade_url": config.upgrade_url,
+        "message": "daily token limit reached",
+    }
+    assert tokens(response) == dict(zip(HEADERS, (0, 3000, 1000, 2002, 2), strict=True))
+    assert await spent(store) == 998
+
+
+async def test_monthly_token_limit_401(
+    client: httpx.AsyncClient, store: MeteringStore, clock: FakeClock, key: str
+) -> None:
+    account = await store.authenticate(key)
+    assert account is not None
+    for _ in range(3):
+        admission = await store.admit(account, "bulk", 1000)
+        assert admission.charge is not None
+        await store.settle(admission.charge, 200)
+        clock.advance(86_400)
+    response = await client.get(BRIEFS, headers=bearer(key))
+    assert response.status_code == 401
+    assert response.json()["error_code"] == "MONTHLY_TOKEN_LIMIT"
+    assert response.json()["limit_type"] == "monthly"
+
+
+# -- limits --------------------------------------------------------------------------------------
+
+
+async def test_301st_request_in_a_minute_is_429_with_retry_after_and_no_charge(
+    client: httpx.AsyncClient, store: MeteringStore, clock: FakeClock
+) -> None:
+    key = await store.create_key("quant")
+    for _ in range(300):
+        assert (await client.get("/api/v1/ping", headers=bearer(key))).status_code == 200
+    clock.advance(20)
+    response = await client.get("/api/v1/ping", headers=bearer(key))
+    assert response.status_code == 429
+    assert response.json() == {
+        "success": False,
+        "message": "rate limit exceeded: at most 300 requests per 60 seconds",
+    }
+    assert response.headers["retry-after"] == "40"
+    assert tokens(response)["x-tokens-cost"] == 0
+    assert tokens(response)["x-tokens-remaining"] == 250_000 - 300
+
+
+async def test_11th_simultaneous_request_is_429(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    GATE["open"] = asyncio.Event()
+    path = "/api/v2/crypto/trades/get-recent-buys"
+    in_flight = [asyncio.create_task(client.get(path, headers=bearer(key))) for _ in range(10)]
+    for _ in range(200):
+        if await spent(store) == 30:
+            break
+        await asyncio.sleep(0.01)
+    response = await client.get(path, headers=bearer(key))
+    assert response.status_code == 429
+    assert int(response.headers["retry-after"]) >= 1
+    assert tokens(response)["x-tokens-cost"] == 0
+    GATE["open"].set()
+    assert [done.status_code for done in await asyncio.gather(*in_flight)] == [200] * 10
+    assert (await client.get(path, headers=bearer(key))).status_code == 200
+
+
+async def test_plan_without_the_market_is_402_after_authentication_and_limits(
+    store: MeteringStore, config: MeteringConfig
+) -> None:
+    crypto_only = msgspec.structs.replace(config.plans["sandbox"], markets=("crypto",))
+    narrowed = msgspec.structs.replace(config, plans={**config.plans, "sandbox": crypto_only})
+    key = await store.create_key("sandbox")
+    async with serving(store, narrowed) as client:
+        forex = "/api/v2/forex/newsroom/get-recent-briefs/EURUSD"
+        assert (await client.get(forex)).status_code == 401  # authentication first
+        response = await client.get(forex, headers=bearer(key))
+        assert response.status_code == 402
+        assert response.json()["success"] is False
+        assert "forex" in response.json()["message"]
+        assert tokens(response) == dict(zip(HEADERS, (0, 3000, 1000, 3000, 1000), strict=True))
+        assert (await client.get(BRIEFS, headers=bearer(key))).status_code == 200
+
+
+async def test_internal_plan_headers_mark_unlimited(client: httpx.AsyncClient, store: MeteringStore) -> None:  # fmt: skip
+    key = await store.create_key("internal")
+    response = await client.get(BRIEFS, headers=bearer(key))
+    assert tokens(response) == dict(zip(HEADERS, (3, -1, -1, -1, -1), strict=True))
+
+
+# -- fail closed ---------------------------------------------------------------------------------
+
+
+async def test_unreachable_store_answers_503_with_retry_after(config: MeteringConfig) -> None:
+    down = open_store("redis://127.0.0.1:1/0", config)
+    async with serving(down, config) as client:
+        key = "mi_live_" + "a" * 10 + "_" + "b" * 32
+        response = await client.get(BRIEFS, headers=bearer(key))
+        assert response.status_code == 503
+        assert int(response.headers["retry-after"]) >= 1
+        assert "error" in response.json()
+        assert (await client.get("/api/v1/status")).status_code == 200
+    await down.close()
