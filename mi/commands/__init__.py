@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from mi.commands.keys import keys
 from mi.commands.pipeline import materialize
 from mi.commands.serve import serve
 from mi.commands.warehouse import sql
 
-ALL: list[click.Command] = [materialize, serve, sql]
+ALL: list[click.Command] = [materialize, serve, sql, keys]

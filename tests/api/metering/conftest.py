@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import redis.asyncio as aioredis
+import redis
 
 from api.metering.config import MeteringConfig, load_config
 from api.metering.model import Account
@@ -52,15 +52,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def redis_prefix() -> AsyncIterator[str]:
+def redis_prefix() -> Iterator[str]:
     """A key prefix of this test alone; every key under it is deleted afterwards."""
     prefix = f"mi:test:{uuid.uuid4().hex}:"
     yield prefix
-    client = aioredis.Redis.from_url(REDIS_URL)
-    keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
     if keys:
-        await client.delete(*keys)
-    await client.aclose()
+        client.delete(*keys)
+    client.close()
 
 
 @pytest.fixture(params=["sqlite", "redis"])
