@@ -33,6 +33,7 @@ from api.metering.model import (
 from api.metering.store import Clock, MeteringStore
 
 DEFAULT_PREFIX = "mi:metering:"
+POOL_SIZE = 32
 
 # Shared Lua: the store's clock (Redis TIME, or the test override), never going backwards, and the
 # UTC calendar (days since the epoch; year * 12 + month - 1 via Hinnant's civil_from_days).
@@ -232,9 +233,17 @@ class RedisMeteringStore(MeteringStore):
     def __init__(self, url: str, config: MeteringConfig, clock: Clock | None = None) -> None:
         super().__init__(config, clock)
         client_url, self.prefix = _split_prefix(url)
-        self.client: aioredis.Redis = aioredis.Redis.from_url(
-            client_url, decode_responses=True, socket_connect_timeout=1.0, socket_timeout=2.0
+        # A blocking pool: a burst waits for a free connection instead of failing (fail closed
+        # only when Redis itself is unreachable or a connection stays busy for 2 s).
+        pool = aioredis.BlockingConnectionPool.from_url(
+            client_url,
+            max_connections=POOL_SIZE,
+            timeout=2.0,
+            decode_responses=True,
+            socket_connect_timeout=1.0,
+            socket_timeout=2.0,
         )
+        self.client: aioredis.Redis = aioredis.Redis.from_pool(pool)
         self._admit = self.client.register_script(ADMIT)
         self._settle = self.client.register_script(SETTLE)
         self._topup = self.client.register_script(TOPUP)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -439,3 +441,36 @@ async def test_redis_store_is_reachable_for_the_suite() -> None:
     client = aioredis.Redis.from_url(REDIS_URL)
     assert await client.ping()
     await client.aclose()
+
+
+async def test_several_worker_processes_on_one_key_never_overspend(
+    store_url: str, config: MeteringConfig
+) -> None:
+    """Four OS processes share the store (the SQLite file across processes; Redis too)."""
+    store = open_store(store_url, config)  # the workers' clock: the real one
+    key = await store.create_key("sandbox")
+    account = await store.authenticate(key)
+    assert account is not None
+    worker = Path(__file__).with_name("_worker.py")
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(worker),
+            store_url,
+            key,
+            "120",
+            "7",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(4)
+    ]
+    outputs = [await process.communicate() for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, outputs
+    spent = sum(int(stdout) for stdout, _ in outputs)
+    assert spent == 7 * (1000 // 7)
+    entries = await store.ledger(account.key_id)
+    balance = await store.balance(account)
+    assert sum(entry.tokens for entry in entries) == spent == 1000 - balance.remaining_today
+    assert balance.remaining == 3000 - spent
+    await store.close()
