@@ -85,6 +85,7 @@ class SqliteMeteringStore(MeteringStore):
         self.path = path
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metering-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._closed = False
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -401,7 +402,10 @@ class SqliteMeteringStore(MeteringStore):
         def shut(conn: sqlite3.Connection) -> None:
             conn.close()
 
+        if self._closed:
+            return
         if self._conn is not None:
             await self._run(shut)
             self._conn = None
+        self._closed = True
         self._executor.shutdown(wait=True)

@@ -16,6 +16,7 @@ from litestar.middleware import DefineMiddleware
 
 from api.metering import MeteringMiddleware, report_points
 from api.metering.config import MeteringConfig
+from api.metering.plugin import MeteringPlugin
 from api.metering.store import MeteringStore, open_store
 
 from .conftest import FakeClock, StoreFactory
@@ -374,3 +375,28 @@ async def test_unreachable_store_answers_503_with_retry_after(config: MeteringCo
         assert "error" in response.json()
         assert (await client.get("/api/v1/status")).status_code == 200
     await down.close()
+
+
+# -- wiring --------------------------------------------------------------------------------------
+
+
+async def test_plugin_wires_the_middleware_and_reports_store_health(
+    make_store: StoreFactory, store: MeteringStore, config: MeteringConfig
+) -> None:
+    plugin = MeteringPlugin(make_store(), config)
+    app = Litestar(route_handlers=[ping, briefs], plugins=[plugin])
+    key = await store.create_key("pro")
+    transport = httpx.ASGITransport(app=cast("Any", app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        assert (await client.get(BRIEFS)).status_code == 401
+        response = await client.get(BRIEFS, headers=bearer(key))
+        assert int(response.headers["x-tokens-cost"]) == 3
+    check = await plugin.health_check.run()
+    assert (check.status, plugin.health_check.name) == ("ok", "metering")
+
+
+async def test_health_check_fails_when_the_store_is_unreachable(config: MeteringConfig) -> None:
+    plugin = MeteringPlugin(open_store("redis://127.0.0.1:1/0", config), config)
+    check = await plugin.health_check.run()
+    assert (check.status, check.latency_ms) == ("error", None)
+    await plugin.store.close()

@@ -1,0 +1,66 @@
+"""Litestar wiring: `MeteringPlugin` adds the middleware and closes the store; a status check."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from litestar import Litestar
+from litestar.config.app import AppConfig
+from litestar.middleware import DefineMiddleware
+from litestar.plugins import InitPluginProtocol
+
+from api.metering.config import MeteringConfig, load_config
+from api.metering.middleware import MeteringMiddleware
+from api.metering.model import MeteringUnavailableError
+from api.metering.store import MeteringStore, open_store, store_url_from_env
+from api.schemas import Check
+
+
+class MeteringPlugin(InitPluginProtocol):
+    """Wraps every route with `MeteringMiddleware` and closes the store on shutdown."""
+
+    def __init__(self, store: MeteringStore, config: MeteringConfig) -> None:
+        self.store = store
+        self.config = config
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], data_dir: Path) -> MeteringPlugin:
+        """`MI_METERING_URL` (default SQLite under `data_dir`), `MI_METERING_CONFIG` (TOML path)."""
+        config_path = env.get("MI_METERING_CONFIG")
+        config = load_config(Path(config_path) if config_path else None)
+        return cls(open_store(store_url_from_env(env, data_dir), config), config)
+
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        middleware = DefineMiddleware(MeteringMiddleware, store=self.store, config=self.config)
+        app_config.middleware.append(middleware)
+        app_config.lifespan.append(self._lifespan)
+        return app_config
+
+    @asynccontextmanager
+    async def _lifespan(self, _: Litestar) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.store.close()
+
+    @property
+    def health_check(self) -> MeteringCheck:
+        return MeteringCheck(self.store)
+
+
+@dataclass(frozen=True)
+class MeteringCheck:
+    """`/api/v1/status` entry `metering`: critical, since metered routes fail closed without it."""
+
+    store: MeteringStore
+    name: str = "metering"
+    critical: bool = True
+
+    async def run(self) -> Check:
+        try:
+            return Check(status="ok", latency_ms=round(await self.store.ping(), 3))
+        except MeteringUnavailableError:
+            return Check(status="error", latency_ms=None)
