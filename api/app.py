@@ -15,6 +15,7 @@ from litestar.plugins import InitPluginProtocol
 from api.dependencies import constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
+from api.routes import V2_CONTROLLERS
 from api.routes.system import SystemController
 from api.settings import ApiSettings, load_settings
 from api.warehouse import DuckDBWarehouseReader, WarehouseReader
@@ -49,7 +50,7 @@ def create_app(
         return reader.running()
 
     return Litestar(
-        route_handlers=[SystemController],
+        route_handlers=[SystemController, *V2_CONTROLLERS],
         dependencies={
             "settings": constant(settings),
             "health": constant(health),

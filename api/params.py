@@ -1,10 +1,13 @@
-"""Request values the router cannot check itself: the market segment and integer path segments."""
+"""Request values the router cannot check itself: markets, strategies, clamps and integer path segments."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from api.errors import InvalidParameter, MarketNotLive, NotFound
+from litestar import Request
+
+from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
 from pipelines.catalog import MARKETS
 
 
@@ -31,3 +34,44 @@ def int_segment(name: str, raw: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise InvalidParameter(name, f"must be at least {minimum}")
     return value
+
+
+CRYPTO_ONLY: tuple[str, ...] = ("crypto",)
+"""Markets of the routes the spec lists under /api/v2/crypto/ (and get-detail, search-instruments)."""
+NON_CRYPTO: tuple[str, ...] = ("forex", "commodities", "stocks")
+"""Markets of get-current-trend and get-trend-segments."""
+STRATEGIES: tuple[str, ...] = ("aggressive", "conservative")
+
+
+def market_segment(request: Request[Any, Any, Any]) -> str:
+    """The `{market}` segment, or `crypto` on routes mounted under the literal /api/v2/crypto/.
+
+    Litestar's router does not fall back from a literal segment to a `{market}` parameter, so
+    every /api/v2 group is mounted under both; handlers read the market from here.
+    """
+    segment = request.path_params.get("market", "crypto")
+    return str(segment)
+
+
+def route_market(segment: str, live_markets: Sequence[str], serves: Sequence[str] = MARKETS) -> str:
+    """`resolve_market`, then 404 naming the markets a route serves when it does not serve this one."""
+    market = resolve_market(segment, live_markets)
+    if market not in serves:
+        raise NotFound(
+            f"This route serves the {', '.join(serves)} market{'s' * (len(serves) > 1)} only, not {market}"
+        )
+    return market
+
+
+def clamp(value: int, low: int, high: int | None = None) -> int:
+    """Bounds from decisions.md: values outside are clamped, not rejected."""
+    value = max(value, low)
+    return value if high is None else min(value, high)
+
+
+def strategy_param(value: str) -> str:
+    """A strategy (segment or query, any case); 400 naming the value and the valid ones."""
+    strategy = value.lower()
+    if strategy not in STRATEGIES:
+        raise BadRequest(f"Invalid strategy '{value}'; valid strategies: {', '.join(STRATEGIES)}")
+    return strategy

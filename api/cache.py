@@ -1,0 +1,73 @@
+"""Per-data-version caches: encoded responses and derived indexes live exactly as long as a snapshot."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+T = TypeVar("T")
+
+MAX_RESPONSES = 4096
+"""Encoded responses kept per data version (least recently used dropped first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A 200 body encoded once: its bytes, its ETag and (by-points routes) how many points it holds."""
+
+    body: bytes
+    etag: str
+    points: int | None = None
+
+
+class VersionCache:
+    """What one data version has computed: an LRU of encoded responses and memoized indexes.
+
+    The data only changes when a new manifest lands, and a new manifest is a new snapshot, so a
+    cache keyed by the snapshot object can never serve a stale answer and needs no invalidation.
+    """
+
+    def __init__(self, max_responses: int = MAX_RESPONSES) -> None:
+        self._responses: OrderedDict[Hashable, Encoded] = OrderedDict()
+        self._memo: dict[Hashable, Any] = {}
+        self._max = max_responses
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Encoded | None:
+        with self._lock:
+            entry = self._responses.get(key)
+            if entry is not None:
+                self._responses.move_to_end(key)
+            return entry
+
+    def put(self, key: Hashable, entry: Encoded) -> None:
+        with self._lock:
+            self._responses[key] = entry
+            self._responses.move_to_end(key)
+            while len(self._responses) > self._max:
+                self._responses.popitem(last=False)
+
+    async def memo(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
+        """`compute()` once per version (a concurrent first miss may compute twice; both agree)."""
+        if key in self._memo:
+            return self._memo[key]
+        value = await compute()
+        self._memo[key] = value
+        return value
+
+
+_caches: WeakKeyDictionary[object, VersionCache] = WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def cache_for(snapshot: object) -> VersionCache:
+    """The cache of one snapshot; it goes away with the snapshot."""
+    cache = _caches.get(snapshot)
+    if cache is None:
+        with _caches_lock:
+            cache = _caches.setdefault(snapshot, VersionCache())
+    return cache

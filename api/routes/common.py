@@ -1,0 +1,98 @@
+"""What every /api/v2 controller shares: mounting, the per-version instrument index, table checks."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, TypeVar
+
+import msgspec
+from litestar import Controller
+from litestar.di import Provide
+
+from api.cache import cache_for
+from api.errors import DependencyUnavailable, NotFound
+from api.params import market_segment
+from api.schemas import Instrument, Wire
+from api.warehouse import QueryParams, WarehouseSnapshot
+
+Row = dict[str, Any]
+W = TypeVar("W", bound=Wire)
+InstrumentIndex = dict[str, dict[str, Instrument]]
+"""market -> upper-case symbol -> Instrument, built once per data version."""
+
+MARKET_DEPENDENCIES = {"market_segment": Provide(market_segment, sync_to_thread=False)}
+TABLE_RETRY_SECONDS = 60
+
+
+def mounted(*controllers: type[Controller]) -> list[type[Controller]]:
+    """Each controller at its documented path plus an undocumented twin on the other branch.
+
+    A literal /api/v2/crypto/ segment shadows `{market}` in Litestar's router (no fallback), so
+    `{market}` groups also answer under /api/v2/crypto/ and crypto-only groups under `{market}`
+    (where they answer 404 naming crypto).
+    """
+    mounts: list[type[Controller]] = []
+    for controller in controllers:
+        path: str = getattr(controller, "path")  # noqa: B009 (mypy: a slot on Controller)
+        if "{market:str}" in path:
+            twin = path.replace("{market:str}", "crypto")
+        else:
+            twin = path.replace("/api/v2/crypto/", "/api/v2/{market:str}/")
+        attributes = {"path": twin, "include_in_schema": False}
+        mounts += [controller, type(f"{controller.__name__}Twin", (controller,), attributes)]
+    return mounts
+
+
+def require_tables(snapshot: WarehouseSnapshot, *names: str) -> None:
+    """503 with Retry-After while a table the route reads is absent from the serving manifest."""
+    for name in names:
+        if name not in snapshot.manifest.tables:
+            raise DependencyUnavailable(
+                f"{name} data is not available yet; retry later", retry_after=TABLE_RETRY_SECONDS
+            )
+
+
+async def rows(snapshot: WarehouseSnapshot, sql: str, params: QueryParams = None) -> list[Row]:
+    """Query in a worker thread; rows as dicts."""
+    frame = await snapshot.fetch(sql, params)
+    return frame.to_dicts()
+
+
+async def instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
+    """Every instrument of every market, read once per data version."""
+
+    async def load() -> InstrumentIndex:
+        require_tables(snapshot, "instruments")
+        index: InstrumentIndex = {}
+        for row in await rows(snapshot, "SELECT market, symbol, name, logo FROM instruments"):
+            symbol = row["symbol"].upper()
+            index.setdefault(row["market"], {})[symbol] = Instrument(
+                name=row["name"], symbol=symbol, logo=row["logo"]
+            )
+        return index
+
+    return await cache_for(snapshot).memo("instrument-index", load)
+
+
+async def instrument(snapshot: WarehouseSnapshot, market: str, symbol: str) -> Instrument:
+    """The instrument `symbol` (any case) of `market`; 404 when it is not one."""
+    found = (await instrument_index(snapshot)).get(market, {}).get(symbol.upper())
+    if found is None:
+        raise NotFound(f"Symbol '{symbol.upper()}' is not an instrument of the {market} market")
+    return found
+
+
+def iso_date(value: object) -> str | None:
+    """A stored date as `YYYY-MM-DD` (strings pass through)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+def to_wire(cls: type[W], row: Row) -> W:
+    """A Struct from a row (extra columns ignored, numbers converted); a missing field is a 500."""
+    return msgspec.convert(row, cls, strict=False)

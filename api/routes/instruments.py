@@ -1,0 +1,142 @@
+"""/api/v2/{market}/instruments: symbols, detail, search (crypto) and the scorecard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+
+from api.errors import NotFound, error_responses
+from api.params import CRYPTO_ONLY, clamp, route_market
+from api.responses import serve
+from api.routes.common import (
+    MARKET_DEPENDENCIES,
+    instrument,
+    instrument_index,
+    require_tables,
+    rows,
+    to_wire,
+)
+from api.schemas import Instrument, InstrumentSearch, Scorecard, SymbolList
+from api.settings import ApiSettings
+from api.warehouse import WarehouseSnapshot
+
+SEARCH_LIMIT = 5
+
+
+def search_rank(query: str, item: Instrument) -> tuple[int, int, str] | None:
+    """Exact symbol, symbol prefix, name prefix, name substring (case-insensitive), in that order;
+    within a rank the shorter matched symbol or name wins, then the alphabetically first. None: no match.
+    """
+    q, symbol, name = query.lower(), item.symbol.lower(), item.name.lower()
+    ranks = ((symbol == q, symbol), (symbol.startswith(q), symbol), (name.startswith(q), name))
+    for rank, (hit, matched) in enumerate((*ranks, (q in name, name))):
+        if hit:
+            return rank, len(matched), matched
+    return None
+
+
+def search(query: str, instruments: list[Instrument]) -> list[Instrument]:
+    ranked = [(rank, item) for item in instruments if (rank := search_rank(query, item))]
+    return [item for _, item in sorted(ranked, key=lambda pair: pair[0])[:SEARCH_LIMIT]]
+
+
+class InstrumentsController(Controller):
+    """Instrument listing, metadata, search and the technical scorecard."""
+
+    path = "/api/v2/{market:str}/instruments"
+    tags = ["instruments"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/list-symbols",
+        opt={"operation": "list-symbols"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def list_symbols(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        limit: FromQuery[int] = 100,
+        skip: FromQuery[int] = 0,
+    ) -> Response[SymbolList]:
+        market = route_market(market_segment, settings.live_markets)
+        limit, skip = clamp(limit, 1, 1000), clamp(skip, 0)
+        index = await instrument_index(snapshot)
+
+        async def build() -> SymbolList:
+            return SymbolList(symbols=sorted(index.get(market, {}))[skip : skip + limit])
+
+        return await serve(request, snapshot, ("list-symbols", market, limit, skip), build)
+
+    @get(
+        "/get-detail/{symbol:str}",
+        opt={"operation": "get-detail"},
+        responses=error_responses(404, 503),
+    )
+    async def get_detail(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+    ) -> Response[Instrument]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        found = await instrument(snapshot, market, symbol)
+
+        async def build() -> Instrument:
+            return found
+
+        return await serve(request, snapshot, ("get-detail", market, found.symbol), build)
+
+    @get(
+        "/search-instruments/{term:str}",
+        opt={"operation": "search-instruments"},
+        responses=error_responses(404, 503),
+    )
+    async def search_instruments(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        term: FromPath[str],
+    ) -> Response[InstrumentSearch]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        index = await instrument_index(snapshot)
+
+        async def build() -> InstrumentSearch:
+            return InstrumentSearch(instruments=search(term, list(index.get(market, {}).values())))
+
+        return await serve(request, snapshot, ("search", market, term.lower()), build)
+
+    @get(
+        "/scorecard/{symbol:str}",
+        opt={"operation": "scorecard"},
+        responses=error_responses(404, 503),
+    )
+    async def scorecard(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+    ) -> Response[Scorecard]:
+        market = route_market(market_segment, settings.live_markets)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "scorecards")
+
+        async def build() -> Scorecard:
+            sql = "SELECT * FROM scorecards WHERE market = ? AND upper(symbol) = ? LIMIT 1"
+            matched = await rows(snapshot, sql, [market, found.symbol])
+            if not matched:
+                raise NotFound(f"No scorecard for {found.symbol} yet")
+            return to_wire(Scorecard, {"name": found.name, **matched[0], "symbol": found.symbol})
+
+        return await serve(request, snapshot, ("scorecard", market, found.symbol), build)

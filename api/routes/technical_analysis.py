@@ -1,0 +1,160 @@
+"""/api/v2/{market}/technical-analysis: daily price history and technical indicators."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery, QueryParameter
+
+from api.errors import InvalidParameter, NotFound, error_responses
+from api.params import clamp, int_segment, route_market
+from api.responses import serve
+from api.routes.common import MARKET_DEPENDENCIES, Row, instrument, iso_date, require_tables, rows
+from api.schemas import (
+    BollingerBands,
+    FibonacciRetracement,
+    Indicators,
+    IndicatorValues,
+    Macd,
+    PriceHistory,
+    PricePoint,
+    StochasticOscillator,
+    Wire,
+)
+from api.settings import ApiSettings
+from api.warehouse import WarehouseSnapshot
+
+FIB_BOUNDS = ("fib_high", "fib_low")
+INT64 = {"type": "integer", "format": "int64"}
+"""`from`/`to` are parsed by `int_segment` so a 422 names them (Litestar would name `start`)."""
+
+
+def price_sql(start: int | None, end: int | None, limit: int | None) -> str:
+    """Range first (inclusive), then the most recent `limit` points of it (rules 3 and 2)."""
+    where = ["market = ?", "symbol = ?"]
+    where += ["timestamp >= ?"] * (start is not None) + ["timestamp <= ?"] * (end is not None)
+    sql = f"SELECT timestamp, date, close AS price, volume FROM daily_prices WHERE {' AND '.join(where)}"
+    return sql + " ORDER BY timestamp DESC" + (" LIMIT ?" if limit is not None else "")
+
+
+def price_points(found: list[Row]) -> PriceHistory:
+    """Oldest first (the query returns newest first so LIMIT keeps the most recent)."""
+    points = [
+        PricePoint(
+            timestamp=r["timestamp"],
+            date=iso_date(r["date"]) or "",
+            price=r["price"],
+            volume=r["volume"],
+        )
+        for r in reversed(found)
+    ]
+    return PriceHistory(price_history=points)
+
+
+def indicator_values(row: Row) -> IndicatorValues:
+    levels = {
+        name.removeprefix("fib_"): value
+        for name, value in row.items()
+        if name.startswith("fib_") and name not in FIB_BOUNDS
+    }
+    return IndicatorValues(
+        adx=row["adx"],
+        atr=row["atr"],
+        bollinger_bands=BollingerBands(
+            upper=row["bb_upper"], lower=row["bb_lower"], middle=row["bb_middle"]
+        ),
+        ema=row["ema"],
+        fibonacci_retracement=FibonacciRetracement(
+            high=row["fib_high"], low=row["fib_low"], levels=levels
+        ),
+        macd=Macd(
+            histogram=row["macd_histogram"],
+            macd_line=row["macd_line"],
+            signal_line=row["macd_signal"],
+        ),
+        obv=row["obv"],
+        roc=row["roc"],
+        rsi=row["rsi"],
+        sma=row["sma"],
+        stochastic_oscillator=StochasticOscillator(k=row["stoch_k"], d=row["stoch_d"]),
+        vwap=row["vwap"],
+    )
+
+
+def count_points(body: Wire) -> int:
+    assert isinstance(body, PriceHistory)
+    return len(body.price_history)
+
+
+class TechnicalAnalysisController(Controller):
+    """Price history (priced by points returned) and indicators per period."""
+
+    path = "/api/v2/{market:str}/technical-analysis"
+    tags = ["technical-analysis"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/get-price-history/{symbol:str}",
+        opt={"operation": "get-price-history"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_price_history(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        limit: FromQuery[int | None] = None,
+        start: Annotated[str | None, QueryParameter(name="from", schema_extra=INT64)] = None,
+        end: Annotated[str | None, QueryParameter(name="to", schema_extra=INT64)] = None,
+    ) -> Response[PriceHistory]:
+        market = route_market(market_segment, settings.live_markets)
+        start_ms = None if start is None else int_segment("from", start)
+        end_ms = None if end is None else int_segment("to", end)
+        if limit is not None and limit < 1:
+            raise InvalidParameter("limit", "must be at least 1")
+        if start_ms is not None and end_ms is not None and start_ms > end_ms:
+            raise InvalidParameter("from", "must not be later than 'to'")
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "daily_prices")
+        params = [p for p in (market, found.symbol, start_ms, end_ms, limit) if p is not None]
+
+        async def build() -> PriceHistory:
+            return price_points(await rows(snapshot, price_sql(start_ms, end_ms, limit), params))
+
+        key = ("get-price-history", market, found.symbol, limit, start_ms, end_ms)
+        return await serve(request, snapshot, key, build, points=count_points)
+
+    @get(
+        "/get-indicators/{symbol:str}",
+        opt={"operation": "get-indicators"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_indicators(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        period: FromQuery[int] = 30,
+    ) -> Response[Indicators]:
+        market = route_market(market_segment, settings.live_markets)
+        period = clamp(period, 2, 365)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "indicator_snapshots")
+
+        async def build() -> Indicators:
+            sql = "SELECT * FROM indicator_snapshots WHERE market = ? AND upper(symbol) = ? AND period = ?"
+            matched = await rows(snapshot, sql, [market, found.symbol, period])
+            if not matched:
+                raise NotFound(f"No indicators for {found.symbol} over {period} days")
+            values = indicator_values(matched[0])
+            return Indicators(period=period, symbol=found.symbol, indicators=values)
+
+        return await serve(
+            request, snapshot, ("get-indicators", market, found.symbol, period), build
+        )
