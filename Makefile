@@ -30,6 +30,9 @@ install: $(BIN)/.synced ## create .venv with the locked dependencies (uv.lock)
 
 run: install ## materialize the embedded market, create a demo key, serve on http://$(HOST):$(PORT)
 	$(BIN)/mi materialize
+	@key=$$($(BIN)/mi keys create --plan sandbox --name demo | tail -n 1) && \
+	  echo "Demo API key (sandbox plan, 3,000 tokens a month): $$key" && \
+	  echo "Try: curl -i -H 'Authorization: Bearer $$key' http://$(HOST):$(PORT)/api/v2/crypto/instruments/list-symbols"
 	$(BIN)/mi serve --host $(HOST) --port $(PORT)
 
 materialize: install ## materialize every asset of every market into data/

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
@@ -15,6 +16,7 @@ from litestar.plugins import InitPluginProtocol
 from api.dependencies import constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
+from api.metering.plugin import MeteringPlugin
 from api.routes import V2_CONTROLLERS
 from api.routes.system import SystemController
 from api.settings import ApiSettings, load_settings
@@ -91,4 +93,7 @@ def _logging_config() -> LoggingConfig:
 
 def asgi_app() -> Litestar:
     """The app factory ASGI servers call in each worker process: settings come from its environment."""
-    return create_app(load_settings())
+    env = os.environ
+    settings = load_settings(env)
+    metering = MeteringPlugin.from_env(env, settings.data_dir)
+    return create_app(settings, plugins=[metering], health_checks=[metering.health_check])

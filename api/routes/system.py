@@ -12,19 +12,18 @@ PONG = Ping(text="pong")
 
 
 class SystemController(Controller):
-    """Ping and status. The `opt` keys carry per-route policy for the metering middleware."""
+    """Ping and status. A route's `opt["operation"]` names it to the metering layer; status has none: it is never metered."""
 
     path = "/api/v1"
     tags = ["system"]  # noqa: RUF012 (Litestar reads this class attribute)
 
-    @get("/ping", summary="Liveness check", opt={"cost": 1})
+    @get("/ping", summary="Liveness check", opt={"operation": "ping", "key": "optional"})
     async def ping(self) -> Ping:
         return PONG
 
     @get(
         "/status",
         summary="System status with one check per backing datastore",
-        opt={"exclude_from_auth": True, "metered": False},
     )
     async def status(self, health: NamedDependency[Health]) -> SystemStatus:
         return await health.status()

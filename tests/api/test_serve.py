@@ -63,3 +63,44 @@ def test_mi_serve_serves_ping_and_status_and_stops_cleanly(
             server.wait()
         log.close()
     assert f"on {base}" in (tmp_path / "serve.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_key_from_mi_keys_create_is_metered_by_the_real_server(
+    publish: Publish, settings: ApiSettings, tmp_path: Path
+) -> None:
+    """Ping is free without a key, costs 1 token with one, and an unknown key is refused."""
+    publish(1, [1.0, 2.0])
+    env = {**os.environ, "MI_DATA_DIR": str(settings.data_dir)}
+    mi = str(Path(sys.executable).with_name("mi"))
+    created = subprocess.run(
+        [mi, "keys", "create", "--plan", "sandbox", "--name", "e2e"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    key = created.stdout.strip().splitlines()[-1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with (tmp_path / "serve.log").open("wb") as log:
+        server = subprocess.Popen(
+            [mi, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_until_ready(base, server)
+            free = httpx.get(f"{base}/api/v1/ping")
+            assert "x-tokens-cost" not in free.headers
+            paid = httpx.get(f"{base}/api/v1/ping", headers={"Authorization": f"Bearer {key}"})
+            assert paid.status_code == 200
+            assert paid.headers["x-tokens-cost"] == "1"
+            assert paid.headers["x-tokens-remaining"] == "2999"
+            assert paid.headers["x-tokens-remaining-today"] == "999"
+            unknown = httpx.get(f"{base}/api/v1/ping", headers={"Authorization": "Bearer nope"})
+            assert unknown.status_code == 401
+            assert unknown.json() == {"success": False, "message": "unauthorized"}
+            status = httpx.get(f"{base}/api/v1/status").json()
+            assert status["checks"]["metering"]["status"] == "ok"
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
