@@ -8,15 +8,19 @@ import dagster as dg
 
 from pipelines import schedules
 from pipelines.embedded_market.definitions import build_defs as embedded_market_defs
+from pipelines.indicators.definitions import build_defs as indicators_defs
 from pipelines.news.definitions import build_defs as news_defs
 from pipelines.prices.definitions import build_defs as prices_defs
 from pipelines.settings import PipelineSettings, load_settings
+from pipelines.trends.definitions import build_defs as trends_defs
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
 
 DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     embedded_market_defs,
     prices_defs,
     news_defs,
+    indicators_defs,
+    trends_defs,
 )
 """Each domain's `build_defs`; adding a domain is one import and one entry here."""
 

@@ -6,7 +6,8 @@ nothing from `pipelines` but this package.
 
 from __future__ import annotations
 
-from pipelines.catalog import raw
+from pipelines.catalog import indicators, raw, trends
+from pipelines.catalog.indicators import INDICATOR_SNAPSHOTS
 from pipelines.catalog.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -23,12 +24,16 @@ from pipelines.catalog.raw import (
     RAW_NEWS,
 )
 from pipelines.catalog.schema import MARKETS, WEEKDAY_MARKETS, Column, Table, rejects_table
+from pipelines.catalog.trends import TREND_HISTORY, TREND_SEGMENTS
 
-TABLES: dict[str, Table] = {t.name: t for module in (raw,) for t in module.TABLES}
+TABLES: dict[str, Table] = {
+    t.name: t for module in (raw, indicators, trends) for t in module.TABLES
+}
 """Every warehouse table by name; the DuckDB views and the docs are generated from this."""
 
 __all__ = [
     "DAILY_PRICES",
+    "INDICATOR_SNAPSHOTS",
     "INSTRUMENTS",
     "INSTRUMENT_REJECTS",
     "MANIFEST_NAME",
@@ -37,6 +42,8 @@ __all__ = [
     "PRICE_REJECTS",
     "RAW_NEWS",
     "TABLES",
+    "TREND_HISTORY",
+    "TREND_SEGMENTS",
     "WEEKDAY_MARKETS",
     "Column",
     "Manifest",

@@ -22,11 +22,14 @@ from tests.mi import toy_definitions
 EXPECTED_ASSETS = {
     "daily_prices",
     "embedded_market_files",
+    "indicator_snapshots",
     "instrument_rejects",
     "instruments",
     "news_rejects",
     "price_rejects",
     "raw_news",
+    "trend_history",
+    "trend_segments",
 }
 """Snapshot of the asset graph: update it in the commit that adds a domain to DOMAINS."""
 

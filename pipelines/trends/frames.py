@@ -1,0 +1,93 @@
+"""Trend tables from daily bars: `trend_history` (one row per bar) and `trend_segments` (episodes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from pipelines.indicators.panel import Panels, to_panels
+from pipelines.trends import method
+
+
+def _ints(p: Panels, panel: NDArray[np.integer]) -> NDArray[np.int64]:
+    return p.to_long(panel.astype(np.float64)).astype(np.int64)
+
+
+def trend_history(bars: pl.DataFrame) -> pl.DataFrame:
+    """Every bar of every symbol with its trend: bars' market, symbol, date, timestamp, then
+    price, trend, strength, signal, the three averages and the segment number.
+
+    `bars` are daily OHLCV rows (DAILY_PRICES columns) of one market sorted by symbol then date.
+    """
+    p = to_panels(bars, ("symbol",))
+    s = method.signals(p.high, p.low, p.close)
+    labels = method.label(s.signal, p.lengths)
+    segments = method.segment_ids(labels, p.lengths)
+    signal = p.to_long(s.signal)
+    by_state = np.asarray(
+        [method.LABELS[state] for state in (method.DOWN, method.NEUTRAL, method.UP)]
+    )
+    history = bars.select("market", "symbol", "date", "timestamp", pl.col("close").alias("price"))
+    return history.with_columns(
+        trend=pl.Series(by_state[_ints(p, labels) + 1]),
+        strength=pl.Series(np.asarray(method.STRENGTHS)[method.strength(signal)]),
+        signal=pl.Series(signal),
+        short_term_average=pl.Series(p.to_long(s.short)),
+        mid_term_average=pl.Series(p.to_long(s.mid)),
+        long_term_average=pl.Series(p.to_long(s.long)),
+        segment=pl.Series(_ints(p, segments)),
+    )
+
+
+def _with_end_bars(history: pl.DataFrame) -> pl.DataFrame:
+    """The history plus, for every segment after the first, its start bar again as the previous
+    segment's last row: a segment ends on the bar where the next one starts."""
+    starts = history.filter(pl.col("segment") != pl.col("segment").shift(1).over("symbol")).filter(
+        pl.col("segment") > 0
+    )
+    ends = starts.with_columns(pl.col("segment") - 1)
+    return pl.concat([history, ends]).sort("symbol", "segment", "date")
+
+
+def _extreme(prefix: str, position: pl.Expr) -> list[pl.Expr]:
+    return [
+        pl.col("price").get(position).alias(f"{prefix}_close"),
+        pl.col("timestamp").get(position).alias(f"{prefix}_timestamp"),
+        pl.col("date").get(position).alias(f"{prefix}_date"),
+        pl.col("trend").get(position).alias(f"{prefix}_trend"),
+    ]
+
+
+def trend_segments(history: pl.DataFrame, last_updated: int) -> pl.DataFrame:
+    """One row per segment of each symbol (TREND_SEGMENTS columns) from `trend_history` rows."""
+    price, start = pl.col("price"), pl.col("price").first()
+    segments = (
+        _with_end_bars(history)
+        .group_by("market", "symbol", "segment", maintain_order=True)
+        .agg(
+            pl.col("trend").first(),
+            pl.col("timestamp").first().alias("started_at"),
+            pl.col("date").first().alias("started_on"),
+            pl.col("timestamp").last().alias("ended_at"),
+            pl.col("date").last().alias("ended_on"),
+            price.last().alias("close"),
+            start.alias("start_close"),
+            ((price.max() / start - 1.0) * 100.0).alias("peak_gain"),
+            ((price.min() / start - 1.0) * 100.0).alias("peak_loss"),
+            pl.col("long_term_average").last(),
+            pl.col("mid_term_average").last(),
+            pl.col("short_term_average").last(),
+            price.max().alias("max_price"),
+            price.min().alias("min_price"),
+            *_extreme("max_price", price.arg_max()),
+            *_extreme("min_price", price.arg_min()),
+            pl.col("signal").mean().alias("signal_strength"),
+            pl.len().alias("bars"),
+        )
+    )
+    return segments.with_columns(
+        is_running=pl.col("segment") == pl.col("segment").max().over("symbol"),
+        trend_duration_days=(pl.col("ended_on") - pl.col("started_on")).dt.total_days(),
+        last_updated=pl.lit(last_updated, pl.Int64),
+    )

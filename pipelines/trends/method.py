@@ -1,0 +1,134 @@
+"""The trend method on (bars x symbols) panels: averages, the ATR-normalised signal, the labels.
+
+signal = (SMA20 - SMA50) / ATR14. A state machine with hysteresis turns it into up / down /
+neutral, and a change only happens once the new state has been wanted for CONFIRM_BARS bars in a
+row (it then starts on the first of them), so no segment is shorter than that. See docs/trends.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipelines.indicators.kernels import Panel, rolling_sum
+
+SHORT_WINDOW = 20
+MID_WINDOW = 50
+LONG_WINDOW = 200
+ATR_WINDOW = 14
+
+ENTER = 1.0
+"""|signal| (ATR units) at which a trend is entered: up at >= +ENTER, down at <= -ENTER."""
+EXIT = 0.25
+"""A trend is left for neutral once the signal falls back inside (-EXIT, +EXIT) on its side."""
+CONFIRM_BARS = 5
+"""Bars in a row the new state must be wanted before the trend changes; the minimum segment length."""
+WARMUP_BARS = MID_WINDOW
+"""A series that starts neutral and turns within this many bars starts in that trend instead."""
+STRENGTH_BOUNDS = (1.0, 2.0)
+"""|signal| below the first: weak; below the second: moderate; otherwise strong."""
+
+UP, NEUTRAL, DOWN = 1, 0, -1
+LABELS: dict[int, str] = {UP: "up", NEUTRAL: "neutral", DOWN: "down"}
+STRENGTHS: tuple[str, ...] = ("weak", "moderate", "strong")
+
+States = NDArray[np.int8]
+"""(bars, symbols) of UP / NEUTRAL / DOWN."""
+
+
+def average(x: Panel, n: int) -> Panel:
+    """Mean of the last n rows; of all rows so far before row n-1 (so every bar has a value)."""
+    counts = np.minimum(np.arange(1, x.shape[0] + 1), n)[:, None]
+    expanding = np.cumsum(x, axis=0)
+    total = rolling_sum(x, n) if x.shape[0] >= n else np.full(x.shape, np.nan)
+    total[: n - 1] = expanding[: n - 1]
+    return total / counts
+
+
+def true_range(high: Panel, low: Panel, close: Panel) -> Panel:
+    """max(high - low, |high - prev close|, |low - prev close|); high - low on the first bar."""
+    out = high - low
+    previous = close[:-1]
+    np.maximum(out[1:], np.abs(high[1:] - previous), out=out[1:])
+    np.maximum(out[1:], np.abs(low[1:] - previous), out=out[1:])
+    return out
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the labels are computed from, every bar of every symbol."""
+
+    short: Panel
+    mid: Panel
+    long: Panel
+    atr: Panel
+    signal: Panel
+
+
+def signals(high: Panel, low: Panel, close: Panel) -> Signals:
+    """The three averages, ATR14 and signal = (short - mid) / ATR (0 where ATR is 0)."""
+    short, mid = average(close, SHORT_WINDOW), average(close, MID_WINDOW)
+    atr = average(true_range(high, low, close), ATR_WINDOW)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        signal = (short - mid) / atr
+    signal[atr == 0.0] = 0.0
+    return Signals(short, mid, average(close, LONG_WINDOW), atr, signal)
+
+
+def wanted(state: States, signal: NDArray[np.float64]) -> States:
+    """The state the signal asks for, given the current one (hysteresis)."""
+    up, down = signal >= ENTER, signal <= -ENTER
+    from_neutral = np.where(up, UP, np.where(down, DOWN, NEUTRAL))
+    from_up = np.where(down, DOWN, np.where(signal < EXIT, NEUTRAL, UP))
+    from_down = np.where(up, UP, np.where(signal > -EXIT, NEUTRAL, DOWN))
+    return np.where(state == UP, from_up, np.where(state == DOWN, from_down, from_neutral)).astype(
+        np.int8
+    )
+
+
+def label(signal: Panel, lengths: NDArray[np.int64]) -> States:
+    """The trend of every bar: hysteresis, then CONFIRM_BARS confirmation backdated to the run's
+    start. Column j holds a symbol's lengths[j] bars from row 0."""
+    rows, width = signal.shape
+    labels = np.zeros((rows, width), np.int8)
+    state = np.zeros(width, np.int8)
+    pending = np.zeros(width, np.int8)
+    run = np.zeros(width, np.int64)
+    for t in range(rows):
+        want = wanted(state, signal[t])
+        changed = want != state
+        continuing = changed & (want == pending)
+        run = np.where(continuing, run + 1, np.where(changed, 1, 0))
+        pending = np.where(changed, want, state)
+        for j in np.flatnonzero(run >= CONFIRM_BARS):
+            labels[t - CONFIRM_BARS + 1 : t, j] = want[j]
+            state[j] = want[j]
+            run[j] = 0
+        labels[t] = state
+    return _start_in_first_trend(labels, lengths)
+
+
+def _start_in_first_trend(labels: States, lengths: NDArray[np.int64]) -> States:
+    """A series that starts neutral and turns within WARMUP_BARS starts in that trend: the signal
+    needs MID_WINDOW bars before it can tell sideways from a trend."""
+    turned = (labels != labels[:1]) & (np.arange(labels.shape[0])[:, None] < lengths[None, :])
+    first = np.where(turned.any(axis=0), turned.argmax(axis=0), labels.shape[0])
+    for j in np.flatnonzero((labels[0] == NEUTRAL) & (first < WARMUP_BARS)):
+        labels[: first[j], j] = labels[first[j], j]
+    return labels
+
+
+def strength(signal: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Index into STRENGTHS of |signal|."""
+    return np.searchsorted(np.asarray(STRENGTH_BOUNDS), np.abs(signal), side="right")
+
+
+def segment_ids(labels: States, lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+    """(bars, symbols): 0 on each symbol's first bar, +1 wherever the label changes."""
+    change = np.zeros(labels.shape, np.int64)
+    change[1:] = labels[1:] != labels[:-1]
+    # Padding rows after a symbol's last bar never count.
+    change[np.arange(labels.shape[0])[:, None] >= lengths[None, :]] = 0
+    return np.cumsum(change, axis=0)
