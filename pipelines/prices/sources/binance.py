@@ -11,16 +11,13 @@ import polars as pl
 
 from pipelines.prices.sources.base import (
     RAW_BARS_SCHEMA,
-    PriceSource,
     RawBars,
-    RawInstruments,
     unreadable,
 )
 from pipelines.prices.sources.http import (
     HttpFetcher,
+    ListedHttpSource,
     ListedInstrument,
-    listed_instruments,
-    remote_tickers,
 )
 
 MS_PER_DAY = 86_400_000
@@ -32,7 +29,7 @@ def _ms(day: date) -> int:
     return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
 
-class BinanceSource(PriceSource):
+class BinanceSource(ListedHttpSource):
     """Daily klines of `<SYMBOL><quote>` pairs (or the configured `remote` pair) from Binance.
 
     Prices and volume arrive as JSON strings and are kept as text; volume is in the base asset.
@@ -50,20 +47,12 @@ class BinanceSource(PriceSource):
         page_limit: int = 1000,
         http: HttpFetcher | None = None,
     ) -> None:
-        self.listing, self.config_path = listing, config_path
+        super().__init__(listing, config_path, http)
         self.base_url, self.quote = base_url.rstrip("/"), quote
         self.start_date, self.page_limit = start_date, page_limit
-        self.http = http or HttpFetcher()
-
-    @property
-    def incremental(self) -> bool:
-        return True
-
-    def instruments(self, market: str) -> RawInstruments:
-        return listed_instruments(self.listing, self.config_path, market)
 
     def daily_bars(self, market: str, symbols: Sequence[str], since: date | None) -> RawBars:
-        pairs = remote_tickers(self.listing)
+        pairs = self.remote_tickers()
         parts = [self._klines(s, pairs.get(s, f"{s}{self.quote}"), since) for s in symbols]
         return RawBars.concat(parts)
 

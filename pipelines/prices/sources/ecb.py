@@ -11,17 +11,14 @@ import polars as pl
 
 from pipelines.prices.sources.base import (
     RAW_BARS_SCHEMA,
-    PriceSource,
     RawBars,
-    RawInstruments,
     SourceError,
     unreadable,
 )
 from pipelines.prices.sources.http import (
     HttpFetcher,
+    ListedHttpSource,
     ListedInstrument,
-    listed_instruments,
-    remote_tickers,
 )
 
 NO_RESULTS = 404
@@ -47,7 +44,7 @@ def pair_currencies(symbol: str, remote: str | None) -> tuple[str, str]:
     return code[:3], code[3:]
 
 
-class EcbSource(PriceSource):
+class EcbSource(ListedHttpSource):
     """EXR daily series `D.<CUR>.EUR.SP00.A`; BASEQUOTE = rate(QUOTE) / rate(BASE), rate(EUR) = 1.
 
     The ECB publishes one reference rate a day (about 16:00 CET), so open = high = low = close =
@@ -64,19 +61,11 @@ class EcbSource(PriceSource):
         start_date: date = date(1999, 1, 4),
         http: HttpFetcher | None = None,
     ) -> None:
-        self.listing, self.config_path = listing, config_path
+        super().__init__(listing, config_path, http)
         self.base_url, self.start_date = base_url.rstrip("/"), start_date
-        self.http = http or HttpFetcher()
-
-    @property
-    def incremental(self) -> bool:
-        return True
-
-    def instruments(self, market: str) -> RawInstruments:
-        return listed_instruments(self.listing, self.config_path, market)
 
     def daily_bars(self, market: str, symbols: Sequence[str], since: date | None) -> RawBars:
-        remotes = remote_tickers(self.listing)
+        remotes = self.remote_tickers()
         pairs = {s: pair_currencies(s, remotes.get(s)) for s in symbols}
         currencies = sorted({c for pair in pairs.values() for c in pair} - {"EUR"})
         if not currencies:

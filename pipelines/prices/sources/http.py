@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 import httpx
 import polars as pl
 
-from pipelines.prices.sources.base import RAW_INSTRUMENTS_SCHEMA, RawInstruments, SourceError
+from pipelines.prices.sources.base import (
+    RAW_INSTRUMENTS_SCHEMA,
+    PriceSource,
+    RawInstruments,
+    SourceError,
+)
 
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 
@@ -96,3 +101,27 @@ def listed_instruments(
 def remote_tickers(listing: Sequence[ListedInstrument]) -> dict[str, str]:
     """Canonical symbol -> remote ticker, for the instruments that name one."""
     return {item.symbol.strip().upper(): item.remote for item in listing if item.remote}
+
+
+class ListedHttpSource(PriceSource):
+    """An HTTP price API whose instruments are listed in the sources file.
+
+    Remote calls cost time and quota, so these sources are incremental: only bars after the newest
+    stored date are fetched.
+    """
+
+    def __init__(
+        self, listing: Sequence[ListedInstrument], config_path: str, http: HttpFetcher | None
+    ) -> None:
+        self.listing, self.config_path = listing, config_path
+        self.http = http or HttpFetcher()
+
+    @property
+    def incremental(self) -> bool:
+        return True
+
+    def instruments(self, market: str) -> RawInstruments:
+        return listed_instruments(self.listing, self.config_path, market)
+
+    def remote_tickers(self) -> dict[str, str]:
+        return remote_tickers(self.listing)

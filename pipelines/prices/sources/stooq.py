@@ -9,18 +9,15 @@ import polars as pl
 
 from pipelines.prices.sources.base import (
     RAW_BARS_SCHEMA,
-    PriceSource,
     RawBars,
-    RawInstruments,
     SourceError,
     unreadable,
 )
 from pipelines.prices.sources.file_drop import split_csv_lines
 from pipelines.prices.sources.http import (
     HttpFetcher,
+    ListedHttpSource,
     ListedInstrument,
-    listed_instruments,
-    remote_tickers,
 )
 
 HEADER = ("date", "open", "high", "low", "close", "volume")
@@ -28,7 +25,7 @@ QUOTA_EXCEEDED = "Exceeded the daily hits limit"
 NO_DATA = "No data"
 
 
-class StooqSource(PriceSource):
+class StooqSource(ListedHttpSource):
     """One CSV per ticker: `Date,Open,High,Low,Close,Volume` (Volume absent for some series).
 
     Tickers default to `<symbol lower case><suffix>` (`.us` for stocks); commodities name theirs
@@ -46,20 +43,12 @@ class StooqSource(PriceSource):
         params: Mapping[str, str] | None = None,
         http: HttpFetcher | None = None,
     ) -> None:
-        self.listing, self.config_path = listing, config_path
+        super().__init__(listing, config_path, http)
         self.base_url, self.suffix = base_url.rstrip("/"), suffix
         self.params = dict(params or {})
-        self.http = http or HttpFetcher()
-
-    @property
-    def incremental(self) -> bool:
-        return True
-
-    def instruments(self, market: str) -> RawInstruments:
-        return listed_instruments(self.listing, self.config_path, market)
 
     def daily_bars(self, market: str, symbols: Sequence[str], since: date | None) -> RawBars:
-        tickers = remote_tickers(self.listing)
+        tickers = self.remote_tickers()
         parts = [self._csv(s, tickers.get(s, f"{s.lower()}{self.suffix}"), since) for s in symbols]
         return RawBars.concat(parts)
 
