@@ -12,6 +12,7 @@ from pipelines.indicators.definitions import build_defs as indicators_defs
 from pipelines.news.definitions import build_defs as news_defs
 from pipelines.prices.definitions import build_defs as prices_defs
 from pipelines.settings import PipelineSettings, load_settings
+from pipelines.simulator.definitions import build_defs as simulator_defs
 from pipelines.trends.definitions import build_defs as trends_defs
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
 
@@ -21,6 +22,7 @@ DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     news_defs,
     indicators_defs,
     trends_defs,
+    simulator_defs,
 )
 """Each domain's `build_defs`; adding a domain is one import and one entry here."""
 

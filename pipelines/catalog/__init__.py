@@ -6,7 +6,7 @@ nothing from `pipelines` but this package.
 
 from __future__ import annotations
 
-from pipelines.catalog import indicators, raw, trends
+from pipelines.catalog import indicators, raw, trades, trends
 from pipelines.catalog.indicators import INDICATOR_SNAPSHOTS
 from pipelines.catalog.manifest import (
     MANIFEST_NAME,
@@ -24,14 +24,24 @@ from pipelines.catalog.raw import (
     RAW_NEWS,
 )
 from pipelines.catalog.schema import MARKETS, WEEKDAY_MARKETS, Column, Table, rejects_table
+from pipelines.catalog.trades import (
+    BACKTEST_SUMMARIES,
+    BACKTEST_TRADES,
+    CURRENT_ACTIONS,
+    RECOMMENDATIONS,
+    SCORECARDS,
+)
 from pipelines.catalog.trends import TREND_HISTORY, TREND_SEGMENTS
 
 TABLES: dict[str, Table] = {
-    t.name: t for module in (raw, indicators, trends) for t in module.TABLES
+    t.name: t for module in (raw, trades, indicators, trends) for t in module.TABLES
 }
 """Every warehouse table by name; the DuckDB views and the docs are generated from this."""
 
 __all__ = [
+    "BACKTEST_SUMMARIES",
+    "BACKTEST_TRADES",
+    "CURRENT_ACTIONS",
     "DAILY_PRICES",
     "INDICATOR_SNAPSHOTS",
     "INSTRUMENTS",
@@ -41,6 +51,8 @@ __all__ = [
     "NEWS_REJECTS",
     "PRICE_REJECTS",
     "RAW_NEWS",
+    "RECOMMENDATIONS",
+    "SCORECARDS",
     "TABLES",
     "TREND_HISTORY",
     "TREND_SEGMENTS",

@@ -20,6 +20,9 @@ from pipelines.warehouse.io_manager import WarehouseIOManager
 from tests.mi import toy_definitions
 
 EXPECTED_ASSETS = {
+    "backtest_summaries",
+    "backtest_trades",
+    "current_actions",
     "daily_prices",
     "embedded_market_files",
     "indicator_snapshots",
@@ -28,6 +31,8 @@ EXPECTED_ASSETS = {
     "news_rejects",
     "price_rejects",
     "raw_news",
+    "recommendations",
+    "scorecards",
     "trend_history",
     "trend_segments",
 }

@@ -1,0 +1,1 @@
+"""The trade simulator: strategies, a backtest kernel on arrays, metrics, scores and their assets."""

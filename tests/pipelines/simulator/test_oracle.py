@@ -1,0 +1,131 @@
+"""The oracle: the engine's trades and final equity equal backtesting.py's replay of the same rules."""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+from backtesting import Strategy
+from backtesting.lib import FractionalBacktest
+
+from pipelines.simulator.engine import Costs, ExitRules, Mask, backtest
+from pipelines.simulator.strategies import AGGRESSIVE, CONSERVATIVE, Prices
+from pipelines.simulator.strategies import Strategy as Rules
+
+BARS = 1_500
+
+
+def regime_walk(seed: int, bars: int = BARS) -> pd.DataFrame:
+    """A daily random walk whose drift and volatility switch every 150 bars (trends and ranges)."""
+    rng = np.random.default_rng(seed)
+    drift = np.repeat(rng.normal(0.0, 0.004, bars // 150 + 1), 150)[:bars]
+    vol = np.repeat(rng.uniform(0.01, 0.04, bars // 150 + 1), 150)[:bars]
+    close = 100.0 * np.exp(np.cumsum(rng.normal(drift, vol)))
+    open_ = np.r_[close[0], close[:-1]] * np.exp(rng.normal(0.0, 0.003, bars))
+    spread = np.abs(rng.normal(0.0, vol, bars))
+    high = np.maximum(open_, close) * (1.0 + spread)
+    low = np.minimum(open_, close) * (1.0 - spread)
+    index = pd.date_range("2020-01-01", periods=bars, freq="D")
+    return pd.DataFrame(
+        {"Open": open_, "High": high, "Low": low, "Close": close, "Volume": 1.0}, index=index
+    )
+
+
+class Replay(Strategy):
+    """Buys all-in on the precomputed entry signal and exits on the rules, at the bar's close.
+
+    backtesting.py applies its `spread` on the entry leg only; our slippage also worsens the exit
+    fill, so the exit leg's cost is charged through the commission callable (`Replay.leg`).
+    """
+
+    entry: ClassVar[Mask]
+    exit: ClassVar[Mask]
+    rules: ClassVar[ExitRules]
+    costs: ClassVar[Costs]
+    leg: ClassVar[dict[str, bool]] = {"exit": False}
+
+    def init(self) -> None:
+        self.start_price = math.nan
+        self.max_close = math.nan
+
+    def next(self) -> None:
+        i = len(self.data) - 1
+        close = float(self.data.Close[-1])
+        if self.position:
+            self.max_close = max(self.max_close, close)
+            if self._exits(i, close):
+                Replay.leg["exit"] = True
+                self.position.close()
+        elif self.entry[i]:
+            c = self.costs
+            units = math.floor(self.equity / (close * (1 + c.slippage) * (1 + c.fee)))
+            Replay.leg["exit"] = False
+            self.buy(size=units)
+            self.start_price = self.max_close = close
+
+    def _exits(self, i: int, close: float) -> bool:
+        r = self.rules
+        return bool(
+            (r.stop_loss is not None and close <= self.start_price * (1 - r.stop_loss))
+            or (r.trailing_stop is not None and close <= self.max_close * (1 - r.trailing_stop))
+            or (r.take_profit is not None and close >= self.start_price * (1 + r.take_profit))
+            or self.exit[i]
+        )
+
+
+def commission(costs: Costs):  # type: ignore[no-untyped-def]
+    exit_rate = costs.slippage + costs.fee - costs.slippage * costs.fee
+
+    def charge(size: float, price: float) -> float:
+        rate = exit_rate if Replay.leg["exit"] else costs.fee
+        return abs(size) * price * rate
+
+    return charge
+
+
+@pytest.mark.filterwarnings("ignore:Some trades remain open:UserWarning")
+@pytest.mark.filterwarnings("ignore:DatetimeIndex.dayofweek is deprecated")
+@pytest.mark.parametrize("strategy", [AGGRESSIVE, CONSERVATIVE], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "costs",
+    [Costs(fee=0.0, slippage=0.0), Costs(fee=0.001, slippage=0.0005)],
+    ids=["free", "fees_and_slippage"],
+)
+@pytest.mark.parametrize("seed", [1, 7])
+def test_backtesting_py_replays_the_same_trades_and_final_value(
+    strategy: Rules, costs: Costs, seed: int
+) -> None:
+    data = regime_walk(seed)
+    cols = {k: data[k].to_numpy()[:, None] for k in ("High", "Low", "Close")}
+    signals = strategy.signals(Prices(high=cols["High"], low=cols["Low"], close=cols["Close"]))
+    entry, exit_signal = signals.entry.copy(), signals.exit.copy()
+    # backtesting.py cannot fill an order placed on its last bar (nor act on bar 0)
+    entry[[0, -1]] = exit_signal[[0, -1]] = False
+    ours = backtest(
+        cols["Close"], cols["High"], cols["Low"], entry, exit_signal, np.array([0]),
+        strategy.rules, costs,
+    )  # fmt: skip
+    Replay.entry, Replay.exit = entry[:, 0], exit_signal[:, 0]
+    Replay.rules, Replay.costs = strategy.rules, costs
+    oracle = FractionalBacktest(
+        data,
+        Replay,
+        cash=costs.initial_investment,
+        spread=costs.slippage,
+        commission=commission(costs),
+        trade_on_close=True,
+        exclusive_orders=False,
+        finalize_trades=False,
+        fractional_unit=1e-9,
+    ).run()
+    trades = oracle["_trades"]
+    assert len(ours.exits.row) >= 5, "the series must exercise the strategy"
+    assert ours.entries.row[: len(trades)].tolist() == trades["EntryBar"].tolist()
+    assert ours.exits.row.tolist() == trades["ExitBar"].tolist()
+    np.testing.assert_allclose(ours.entries.price[: len(trades)], trades["EntryPrice"], rtol=1e-9)
+    exit_fill = trades["ExitPrice"].to_numpy() * (1 - costs.slippage)
+    np.testing.assert_allclose(ours.exits.price, exit_fill, rtol=1e-9)
+    assert ours.equity[-1, 0] == pytest.approx(oracle["Equity Final [$]"], rel=1e-6)
