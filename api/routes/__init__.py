@@ -6,7 +6,22 @@ from litestar import Controller
 
 from api.routes.common import mounted
 from api.routes.instruments import InstrumentsController
+from api.routes.legacy import LegacyController
+from api.routes.newsroom import CryptoNewsroomController, NewsroomController
+from api.routes.sentiment import SentimentController
 from api.routes.technical_analysis import TechnicalAnalysisController
+from api.routes.trades import CryptoTradesController, MarketTradesController
 
-V2_CONTROLLERS: list[type[Controller]] = mounted(InstrumentsController, TechnicalAnalysisController)
-"""Every /api/v2 controller, each at its documented path and its twin (see `mounted`)."""
+V2_CONTROLLERS: list[type[Controller]] = [
+    *mounted(
+        InstrumentsController,
+        TechnicalAnalysisController,
+        NewsroomController,
+        CryptoNewsroomController,
+        SentimentController,
+        CryptoTradesController,
+        MarketTradesController,
+    ),
+    LegacyController,
+]
+"""Every /api/v2 controller; the market groups each at their documented path and a twin (`mounted`)."""

@@ -54,8 +54,9 @@ def price_points(found: list[Row]) -> PriceHistory:
 
 
 def indicator_values(row: Row) -> IndicatorValues:
+    # Level columns are fib_<level> with "." written "_" (fib_23_6 is level "23.6").
     levels = {
-        name.removeprefix("fib_"): value
+        name.removeprefix("fib_").replace("_", "."): value
         for name, value in row.items()
         if name.startswith("fib_") and name not in FIB_BOUNDS
     }

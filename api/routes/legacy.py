@@ -1,0 +1,111 @@
+"""The two legacy-form routes (crypto coins): a top-level `Success` envelope, `error` on failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+
+from api.errors import error_responses
+from api.params import clamp, int_segment, route_market
+from api.responses import serve
+from api.routes.common import instrument, iso_date, require_tables, rows
+from api.schemas import (
+    LegacyCoinTrends,
+    LegacySentimentPoint,
+    LegacySentimentSuccess,
+    LegacyTrend,
+    LegacyTrendsSuccess,
+)
+from api.settings import ApiSettings
+from api.warehouse import WarehouseSnapshot
+
+DAY_MS = 86_400_000
+
+
+class LegacyController(Controller):
+    """`/api/v2/market/trends/<COIN>` (trend episodes, newest first) and
+    `/api/v2/sentiment/sentiment/<COIN>/<DAYS>` (the last DAYS days up to the newest stored day)."""
+
+    path = "/api/v2"
+    tags = ["legacy"]  # noqa: RUF012 (Litestar reads this class attribute)
+
+    @get(
+        "/market/trends/{coin:str}",
+        opt={"operation": "legacy-trends"},
+        responses=error_responses(404, 503),
+    )
+    async def legacy_trends(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        coin: FromPath[str],
+    ) -> Response[LegacyTrendsSuccess]:
+        market = route_market("crypto", settings.live_markets)
+        found = await instrument(snapshot, market, coin)
+        require_tables(snapshot, "trend_segments")
+
+        async def build() -> LegacyTrendsSuccess:
+            sql = (
+                "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? "
+                "ORDER BY segment DESC"
+            )
+            trends = [
+                LegacyTrend(
+                    date=float(r["ended_at"]),
+                    trend=r["trend"],
+                    trend_started_on=iso_date(r["started_on"]) or "",
+                    price_on_trend_start=r["start_close"],
+                    duration_in_days=r["trend_duration_days"],
+                    peak_gain=r["peak_gain"],
+                    peak_loss=r["peak_loss"],
+                    max_price=r["max_price"],
+                    min_price=r["min_price"],
+                )
+                for r in await rows(snapshot, sql, [market, found.symbol])
+            ]
+            return LegacyTrendsSuccess(Success=LegacyCoinTrends(coin=found.symbol, trends=trends))
+
+        return await serve(request, snapshot, ("legacy-trends", found.symbol), build)
+
+    @get(
+        "/sentiment/sentiment/{coin:str}/{days:str}",
+        opt={"operation": "legacy-sentiment"},
+        responses=error_responses(404, 422, 503),
+    )
+    async def legacy_sentiment(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        coin: FromPath[str],
+        days: FromPath[str],
+    ) -> Response[LegacySentimentSuccess]:
+        market = route_market("crypto", settings.live_markets)
+        count = clamp(int_segment("days", days), 1, 3650)
+        found = await instrument(snapshot, market, coin)
+        require_tables(snapshot, "sentiment_topics")
+
+        async def build() -> LegacySentimentSuccess:
+            sql = (
+                "SELECT timestamp, topic, positive, negative FROM sentiment_topics "
+                "WHERE market = ? AND upper(symbol) = ? AND timestamp > "
+                "(SELECT max(timestamp) FROM sentiment_topics WHERE market = ?) - ? "
+                "ORDER BY timestamp DESC"
+            )
+            params = [market, found.symbol, market, count * DAY_MS]
+            points = [
+                LegacySentimentPoint(
+                    timestamp=float(r["timestamp"]),
+                    topic=r["topic"],
+                    positive=r["positive"],
+                    negative=r["negative"],
+                )
+                for r in await rows(snapshot, sql, params)
+            ]
+            return LegacySentimentSuccess(Success=points)
+
+        return await serve(request, snapshot, ("legacy-sentiment", found.symbol, count), build)

@@ -1,0 +1,209 @@
+"""/api/v2/{market}/newsroom: briefs and articles; crypto's instrument analyses and market summary."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+
+from api.errors import NotFound, error_responses
+from api.params import CRYPTO_ONLY, clamp, route_market
+from api.responses import serve
+from api.routes.common import (
+    MARKET_DEPENDENCIES,
+    Row,
+    instrument,
+    iso_date,
+    require_tables,
+    rows,
+    to_wire,
+)
+from api.schemas import Brief, BriefList, InstrumentAnalysis, MarketSummary
+from api.settings import ApiSettings
+from api.warehouse import WarehouseSnapshot
+
+DAY_MS = 86_400_000
+WINDOW_STEP_MS = 60_000
+"""search-briefs' 24-hour window moves by whole minutes, so one minute's answers share a cache entry."""
+
+
+def brief(row: Row) -> Brief:
+    return to_wire(Brief, {**row, "date": iso_date(row["date"])})
+
+
+def keyword_filter(keywords: str | None) -> tuple[str, list[str]]:
+    """SQL and parameters: every whitespace-separated keyword occurs in the title (any case)."""
+    words = (keywords or "").lower().split()
+    return "".join(" AND contains(lower(title), ?)" for _ in words), words
+
+
+def latest(snapshot: WarehouseSnapshot, table: str, where: str, params: list[object]) -> Any:
+    """The newest row of `table` matching `where`, 404 when there is none."""
+
+    async def fetch() -> Row:
+        sql = f"SELECT * FROM {table} WHERE {where} ORDER BY timestamp DESC LIMIT 1"
+        found = await rows(snapshot, sql, params)
+        if not found:
+            raise NotFound(f"No {table.replace('_', ' ')} found")
+        row = found[0]
+        return {**row, "date": iso_date(row["date"])}
+
+    return fetch
+
+
+class NewsroomController(Controller):
+    """Briefs of any market: one article, recent briefs, search within the past 24 hours."""
+
+    path = "/api/v2/{market:str}/newsroom"
+    tags = ["newsroom"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/get-article/{article_id:str}",
+        opt={"operation": "get-article"},
+        responses=error_responses(404, 503),
+    )
+    async def get_article(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        article_id: FromPath[str],
+    ) -> Response[Brief]:
+        market = route_market(market_segment, settings.live_markets)
+        require_tables(snapshot, "briefs")
+
+        async def build() -> Brief:
+            sql = "SELECT * FROM briefs WHERE market = ? AND article_id = ?"
+            found = await rows(snapshot, sql, [market, article_id])
+            if not found:
+                raise NotFound(f"Article '{article_id}' not found")
+            return brief(found[0])
+
+        return await serve(request, snapshot, ("get-article", market, article_id), build)
+
+    @get(
+        "/get-recent-briefs/{symbol:str}",
+        opt={"operation": "get-recent-briefs"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_recent_briefs(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        limit: FromQuery[int] = 10,
+    ) -> Response[BriefList]:
+        market = route_market(market_segment, settings.live_markets)
+        limit = clamp(limit, 1, 500)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "briefs")
+
+        async def build() -> BriefList:
+            sql = (
+                "SELECT * FROM briefs WHERE market = ? AND list_contains(symbols, ?) "
+                "ORDER BY timestamp DESC NULLS LAST, article_id LIMIT ?"
+            )
+            found_rows = await rows(snapshot, sql, [market, found.symbol, limit])
+            return BriefList(briefs=[brief(r) for r in found_rows])
+
+        key = ("get-recent-briefs", market, found.symbol, limit)
+        return await serve(request, snapshot, key, build)
+
+    @get(
+        "/search-briefs/{symbol:str}",
+        opt={"operation": "search-briefs"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def search_briefs(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        keywords: FromQuery[str | None] = None,
+        limit: FromQuery[int] = 20,
+    ) -> Response[BriefList]:
+        market = route_market(market_segment, settings.live_markets)
+        limit = clamp(limit, 1, 500)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "briefs")
+        now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
+        title_sql, words = keyword_filter(keywords)
+
+        async def build() -> BriefList:
+            sql = (
+                "SELECT * FROM briefs WHERE market = ? AND list_contains(symbols, ?) "
+                f"AND timestamp >= ? AND timestamp <= ?{title_sql} "
+                "ORDER BY timestamp DESC, article_id LIMIT ?"
+            )
+            params = [market, found.symbol, now - DAY_MS, now + WINDOW_STEP_MS, *words, limit]
+            return BriefList(briefs=[brief(r) for r in await rows(snapshot, sql, params)])
+
+        key = ("search-briefs", market, found.symbol, tuple(words), limit, now)
+        return await serve(request, snapshot, key, build)
+
+
+class CryptoNewsroomController(Controller):
+    """Crypto only: the AI-written analysis per coin and today's market summary."""
+
+    path = "/api/v2/crypto/newsroom"
+    tags = ["newsroom"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/get-instrument-analysis/{symbol:str}",
+        opt={"operation": "get-instrument-analysis"},
+        responses=error_responses(404, 503),
+    )
+    async def get_instrument_analysis(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+    ) -> Response[InstrumentAnalysis]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "instrument_analyses")
+        fetch = latest(
+            snapshot,
+            "instrument_analyses",
+            "market = ? AND upper(symbol) = ?",
+            [market, found.symbol],
+        )
+
+        async def build() -> InstrumentAnalysis:
+            return to_wire(InstrumentAnalysis, await fetch())
+
+        key = ("get-instrument-analysis", found.symbol)
+        return await serve(request, snapshot, key, build)
+
+    @get(
+        "/get-market-summary",
+        opt={"operation": "get-market-summary"},
+        responses=error_responses(404, 503),
+    )
+    async def get_market_summary(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+    ) -> Response[MarketSummary]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        require_tables(snapshot, "market_summaries")
+        fetch = latest(snapshot, "market_summaries", "market = ?", [market])
+
+        async def build() -> MarketSummary:
+            return to_wire(MarketSummary, await fetch())
+
+        return await serve(request, snapshot, ("get-market-summary",), build)

@@ -1,0 +1,66 @@
+"""/api/v2/{market}/sentiment: daily brief counts per symbol, newest first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+
+from api.errors import error_responses
+from api.params import clamp, route_market
+from api.responses import serve
+from api.routes.common import (
+    MARKET_DEPENDENCIES,
+    instrument,
+    iso_date,
+    require_tables,
+    rows,
+    to_wire,
+)
+from api.schemas import SentimentHistory, SentimentPoint
+from api.settings import ApiSettings
+from api.warehouse import WarehouseSnapshot
+
+
+class SentimentController(Controller):
+    """Sentiment history (`limit` days with news, clamped to 1..3650)."""
+
+    path = "/api/v2/{market:str}/sentiment"
+    tags = ["sentiment"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/get-sentiment-history/{symbol:str}",
+        opt={"operation": "get-sentiment-history"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_sentiment_history(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        limit: FromQuery[int] = 30,
+    ) -> Response[SentimentHistory]:
+        market = route_market(market_segment, settings.live_markets)
+        limit = clamp(limit, 1, 3650)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "sentiment_daily")
+
+        async def build() -> SentimentHistory:
+            sql = (
+                "SELECT * FROM sentiment_daily WHERE market = ? AND upper(symbol) = ? "
+                "ORDER BY date DESC LIMIT ?"
+            )
+            found_rows = await rows(snapshot, sql, [market, found.symbol, limit])
+            points = [
+                to_wire(SentimentPoint, {**r, "symbol": found.symbol, "date": iso_date(r["date"])})
+                for r in found_rows
+            ]
+            return SentimentHistory(sentiment=points)
+
+        key = ("get-sentiment-history", market, found.symbol, limit)
+        return await serve(request, snapshot, key, build)

@@ -1,0 +1,381 @@
+"""/api/v2 trades: crypto's trade simulator and trend history; other markets' current trend and segments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+
+from api.errors import NotFound, error_responses
+from api.params import (
+    CRYPTO_ONLY,
+    NON_CRYPTO,
+    STRATEGIES,
+    clamp,
+    int_segment,
+    route_market,
+    strategy_param,
+)
+from api.responses import serve
+from api.routes.common import (
+    MARKET_DEPENDENCIES,
+    Row,
+    instrument,
+    iso_date,
+    require_tables,
+    rows,
+    to_wire,
+)
+from api.schemas import (
+    BacktestSummary,
+    CurrentAction,
+    CurrentTrend,
+    Recommendation,
+    RecommendationList,
+    Trade,
+    TradeList,
+    TrendEntry,
+    TrendExtremeDay,
+    TrendHistory,
+    TrendPoint,
+)
+from api.schemas import (
+    TrendSegments as TrendSegmentsBody,
+)
+from api.settings import ApiSettings
+from api.warehouse import WarehouseSnapshot
+
+# A `years` beyond the symbol's history is served with its largest stored window (the full history).
+WINDOW = "years = (SELECT max(years) FROM {table} WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND years <= ?)"
+FULL_HISTORY = (
+    "JOIN (SELECT market, symbol, strategy, max(years) AS years FROM backtest_trades "
+    "GROUP BY ALL) USING (market, symbol, strategy, years)"
+)
+
+
+def trade(row: Row) -> Trade:
+    return to_wire(
+        Trade,
+        {**row, "start_date": iso_date(row["start_date"]), "sell_date": iso_date(row["sell_date"])},
+    )
+
+
+def extreme(row: Row, prefix: str) -> TrendExtremeDay:
+    return TrendExtremeDay(
+        close=row[f"{prefix}_close"],
+        timestamp=row[f"{prefix}_timestamp"],
+        date=iso_date(row[f"{prefix}_date"]) or "",
+        trend=row[f"{prefix}_trend"],
+    )
+
+
+def trend_entry(row: Row) -> TrendEntry:
+    fields = {**row, "started_on": iso_date(row["started_on"])}
+    fields |= {
+        "max_price_day": extreme(row, "max_price"),
+        "min_price_day": extreme(row, "min_price"),
+    }
+    return to_wire(TrendEntry, fields)
+
+
+def strategies(value: str | None) -> tuple[str, ...]:
+    """The `strategy` query of recent buys/sells: omitted means both."""
+    return STRATEGIES if value is None else (strategy_param(value),)
+
+
+class CryptoTradesController(Controller):
+    """Crypto only: backtests, current action, recent signals, recommendations, trend history."""
+
+    path = "/api/v2/crypto/trades"
+    tags = ["trades"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/get-backtest-history/{symbol:str}/{strategy:str}",
+        opt={"operation": "get-backtest-history"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_backtest_history(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        strategy: FromPath[str],
+        years: FromQuery[int] = 2,
+        limit: FromQuery[int] = 50,
+    ) -> Response[TradeList]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        chosen, years, limit = strategy_param(strategy), clamp(years, 1, 20), clamp(limit, 1, 1000)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "backtest_trades")
+
+        async def build() -> TradeList:
+            where = WINDOW.format(table="backtest_trades")
+            sql = f"SELECT * FROM backtest_trades WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND {where} ORDER BY start_date DESC LIMIT ?"
+            params = [market, found.symbol, chosen] * 2 + [years, limit]
+            return TradeList(trades=[trade(r) for r in await rows(snapshot, sql, params)])
+
+        key = ("get-backtest-history", found.symbol, chosen, years, limit)
+        return await serve(request, snapshot, key, build)
+
+    @get(
+        "/get-backtest-summary/{symbol:str}/{strategy:str}",
+        opt={"operation": "get-backtest-summary"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_backtest_summary(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        strategy: FromPath[str],
+        years: FromQuery[int] = 2,
+    ) -> Response[BacktestSummary]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        chosen, years = strategy_param(strategy), clamp(years, 1, 20)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "backtest_summaries")
+
+        async def build() -> BacktestSummary:
+            where = WINDOW.format(table="backtest_summaries")
+            sql = f"SELECT * FROM backtest_summaries WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND {where}"
+            found_rows = await rows(snapshot, sql, [market, found.symbol, chosen] * 2 + [years])
+            if not found_rows:
+                raise NotFound(f"No {chosen} backtest for {found.symbol}")
+            row = found_rows[0]
+            dates = {
+                "start_date": iso_date(row["start_date"]),
+                "end_date": iso_date(row["end_date"]),
+            }
+            return to_wire(BacktestSummary, {**row, **dates})
+
+        key = ("get-backtest-summary", found.symbol, chosen, years)
+        return await serve(request, snapshot, key, build)
+
+    @get(
+        "/get-current-action/{symbol:str}/{strategy:str}",
+        opt={"operation": "get-current-action"},
+        responses=error_responses(400, 404, 503),
+    )
+    async def get_current_action(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        strategy: FromPath[str],
+    ) -> Response[CurrentAction]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        chosen = strategy_param(strategy)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "current_actions")
+
+        async def build() -> CurrentAction:
+            sql = "SELECT * FROM current_actions WHERE market = ? AND upper(symbol) = ? AND strategy = ?"
+            found_rows = await rows(snapshot, sql, [market, found.symbol, chosen])
+            if not found_rows:
+                raise NotFound(f"No {chosen} action for {found.symbol}")
+            return to_wire(CurrentAction, {**found_rows[0], "symbol": found.symbol})
+
+        return await serve(request, snapshot, ("get-current-action", found.symbol, chosen), build)
+
+    async def _recent(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: WarehouseSnapshot,
+        settings: ApiSettings,
+        segment: str,
+        side: str,
+        strategy: str | None,
+        limit: int,
+        skip: int,
+    ) -> Response[TradeList]:
+        market = route_market(segment, settings.live_markets, CRYPTO_ONLY)
+        chosen, limit, skip = strategies(strategy), clamp(limit, 1, 100), clamp(skip, 0)
+        require_tables(snapshot, "backtest_trades")
+        day = "start_date" if side == "buys" else "sell_date"
+
+        async def build() -> TradeList:
+            sql = (
+                f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND {day} IS NOT NULL "
+                f"AND list_contains(?, strategy) ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
+            )
+            params = [market, list(chosen), limit, skip]
+            return TradeList(trades=[trade(r) for r in await rows(snapshot, sql, params)])
+
+        return await serve(request, snapshot, ("recent", side, chosen, limit, skip), build)
+
+    @get(
+        "/get-recent-buys",
+        opt={"operation": "get-recent-buys"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_recent_buys(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        limit: FromQuery[int] = 10,
+        skip: FromQuery[int] = 0,
+        strategy: FromQuery[str | None] = None,
+    ) -> Response[TradeList]:
+        return await self._recent(
+            request, snapshot, settings, market_segment, "buys", strategy, limit, skip
+        )
+
+    @get(
+        "/get-recent-sells",
+        opt={"operation": "get-recent-sells"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_recent_sells(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        limit: FromQuery[int] = 10,
+        skip: FromQuery[int] = 0,
+        strategy: FromQuery[str | None] = None,
+    ) -> Response[TradeList]:
+        return await self._recent(
+            request, snapshot, settings, market_segment, "sells", strategy, limit, skip
+        )
+
+    @get(
+        "/get-recommendations",
+        opt={"operation": "get-recommendations"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_recommendations(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        strategy: FromQuery[str] = "aggressive",
+        limit: FromQuery[int] = 10,
+        min_score: FromQuery[float] = 3.5,
+    ) -> Response[RecommendationList]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        chosen, limit = strategy_param(strategy), clamp(limit, 1, 100)
+        require_tables(snapshot, "recommendations")
+
+        async def build() -> RecommendationList:
+            sql = (
+                "SELECT strategy, symbol, score FROM recommendations WHERE market = ? AND strategy = ? "
+                "AND score >= ? ORDER BY score DESC, symbol LIMIT ?"
+            )
+            found = await rows(snapshot, sql, [market, chosen, min_score, limit])
+            return RecommendationList(recommendations=[to_wire(Recommendation, r) for r in found])
+
+        return await serve(
+            request, snapshot, ("get-recommendations", chosen, limit, min_score), build
+        )
+
+    @get(
+        "/get-trend-history/{symbol:str}/{limit:str}",
+        opt={"operation": "get-trend-history"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_trend_history(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        limit: FromPath[str],
+    ) -> Response[TrendHistory]:
+        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        count = clamp(int_segment("limit", limit), 1, 5000)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "trend_history")
+
+        async def build() -> TrendHistory:
+            sql = (
+                "SELECT timestamp, date, price, strength, trend FROM trend_history "
+                "WHERE market = ? AND upper(symbol) = ? ORDER BY date DESC LIMIT ?"
+            )
+            found_rows = await rows(snapshot, sql, [market, found.symbol, count])
+            points = [to_wire(TrendPoint, {**r, "date": iso_date(r["date"])}) for r in found_rows]
+            return TrendHistory(trends=points)
+
+        return await serve(request, snapshot, ("get-trend-history", found.symbol, count), build)
+
+
+class MarketTradesController(Controller):
+    """Forex, commodities and stocks: the current trend and the trend segments."""
+
+    path = "/api/v2/{market:str}/trades"
+    tags = ["trades"]  # noqa: RUF012 (Litestar reads this class attribute)
+    dependencies = MARKET_DEPENDENCIES
+
+    @get(
+        "/get-current-trend/{symbol:str}",
+        opt={"operation": "get-current-trend"},
+        responses=error_responses(404, 503),
+    )
+    async def get_current_trend(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+    ) -> Response[CurrentTrend]:
+        market = route_market(market_segment, settings.live_markets, NON_CRYPTO)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "trend_segments")
+
+        async def build() -> CurrentTrend:
+            sql = (
+                "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? AND is_running"
+            )
+            found_rows = await rows(snapshot, sql, [market, found.symbol])
+            if not found_rows:
+                raise NotFound(f"No trend for {found.symbol} yet")
+            row = found_rows[0]
+            return CurrentTrend(current_trend=trend_entry(row), last_updated=row["last_updated"])
+
+        return await serve(request, snapshot, ("get-current-trend", market, found.symbol), build)
+
+    @get(
+        "/get-trend-segments/{symbol:str}",
+        opt={"operation": "get-trend-segments"},
+        responses=error_responses(400, 404, 422, 503),
+    )
+    async def get_trend_segments(
+        self,
+        request: Request[Any, Any, Any],
+        snapshot: NamedDependency[WarehouseSnapshot],
+        settings: NamedDependency[ApiSettings],
+        market_segment: NamedDependency[str],
+        symbol: FromPath[str],
+        limit: FromQuery[int] = 50,
+    ) -> Response[TrendSegmentsBody]:
+        market = route_market(market_segment, settings.live_markets, NON_CRYPTO)
+        limit = clamp(limit, 1, 500)
+        found = await instrument(snapshot, market, symbol)
+        require_tables(snapshot, "trend_segments")
+
+        async def build() -> TrendSegmentsBody:
+            sql = (
+                "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? "
+                "ORDER BY segment DESC LIMIT ?"
+            )
+            found_rows = await rows(snapshot, sql, [market, found.symbol, limit])
+            updated = max((r["last_updated"] for r in found_rows), default=None)
+            entries = [trend_entry(r) for r in found_rows]
+            return TrendSegmentsBody(trend_segments=entries, last_updated=updated)
+
+        key = ("get-trend-segments", market, found.symbol, limit)
+        return await serve(request, snapshot, key, build)
