@@ -10,6 +10,7 @@ from pipelines import schedules
 from pipelines.embedded_market.definitions import build_defs as embedded_market_defs
 from pipelines.indicators.definitions import build_defs as indicators_defs
 from pipelines.news.definitions import build_defs as news_defs
+from pipelines.newsroom.definitions import build_defs as newsroom_defs
 from pipelines.prices.definitions import build_defs as prices_defs
 from pipelines.settings import PipelineSettings, load_settings
 from pipelines.simulator.definitions import build_defs as simulator_defs
@@ -20,6 +21,7 @@ DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     embedded_market_defs,
     prices_defs,
     news_defs,
+    newsroom_defs,
     indicators_defs,
     trends_defs,
     simulator_defs,

@@ -6,7 +6,7 @@ nothing from `pipelines` but this package.
 
 from __future__ import annotations
 
-from pipelines.catalog import indicators, raw, trades, trends
+from pipelines.catalog import indicators, newsroom, raw, trades, trends
 from pipelines.catalog.indicators import INDICATOR_SNAPSHOTS
 from pipelines.catalog.manifest import (
     MANIFEST_NAME,
@@ -15,6 +15,7 @@ from pipelines.catalog.manifest import (
     read_manifest,
     write_manifest,
 )
+from pipelines.catalog.newsroom import BRIEFS, SENTIMENT_DAILY, SENTIMENT_TOPICS
 from pipelines.catalog.raw import (
     DAILY_PRICES,
     INSTRUMENT_REJECTS,
@@ -34,13 +35,14 @@ from pipelines.catalog.trades import (
 from pipelines.catalog.trends import TREND_HISTORY, TREND_SEGMENTS
 
 TABLES: dict[str, Table] = {
-    t.name: t for module in (raw, trades, indicators, trends) for t in module.TABLES
+    t.name: t for module in (raw, trades, indicators, trends, newsroom) for t in module.TABLES
 }
 """Every warehouse table by name; the DuckDB views and the docs are generated from this."""
 
 __all__ = [
     "BACKTEST_SUMMARIES",
     "BACKTEST_TRADES",
+    "BRIEFS",
     "CURRENT_ACTIONS",
     "DAILY_PRICES",
     "INDICATOR_SNAPSHOTS",
@@ -53,6 +55,8 @@ __all__ = [
     "RAW_NEWS",
     "RECOMMENDATIONS",
     "SCORECARDS",
+    "SENTIMENT_DAILY",
+    "SENTIMENT_TOPICS",
     "TABLES",
     "TREND_HISTORY",
     "TREND_SEGMENTS",

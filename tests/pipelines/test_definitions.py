@@ -22,6 +22,7 @@ from tests.mi import toy_definitions
 EXPECTED_ASSETS = {
     "backtest_summaries",
     "backtest_trades",
+    "briefs",
     "current_actions",
     "daily_prices",
     "embedded_market_files",
@@ -33,6 +34,8 @@ EXPECTED_ASSETS = {
     "raw_news",
     "recommendations",
     "scorecards",
+    "sentiment_daily",
+    "sentiment_topics",
     "trend_history",
     "trend_segments",
 }

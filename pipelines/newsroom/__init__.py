@@ -1,0 +1,1 @@
+"""The newsroom: raw news tagged with instruments, enriched with sentiment, counted per day."""

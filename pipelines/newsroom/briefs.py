@@ -1,0 +1,72 @@
+"""Briefs: raw news articles tagged with their market's instruments and enriched, as one frame."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.catalog.newsroom import BRIEFS
+from pipelines.newsroom.enrichment import Article, Enricher, Enrichment
+from pipelines.newsroom.tagging import AliasIndex, build_index
+from pipelines.newsroom.topics import topic_of
+
+ENRICHMENT_FIELDS = tuple(Enrichment.__struct_fields__)
+
+
+def market_index(instruments: pl.DataFrame, market: str) -> AliasIndex:
+    """The alias index of `market` from the instruments table (other markets' rows ignored)."""
+    rows = instruments.filter(pl.col("market") == market).select("symbol", "name").rows()
+    return build_index((str(s), str(n)) for s, n in rows)
+
+
+SEPARATOR = ","
+"""List fields (`symbols`, `impacted_coins`) are stored joined by this; symbols never hold it."""
+
+
+def join_symbols(symbols: list[str]) -> str:
+    return SEPARATOR.join(symbols)
+
+
+def split_symbols(column: pl.Expr) -> pl.Expr:
+    """A stored list field as a polars list ('' is the empty list)."""
+    return column.str.split(SEPARATOR).list.eval(pl.element().filter(pl.element() != ""))
+
+
+def impacted_coins(market: str, symbols: list[str]) -> str | None:
+    """Crypto: the coins named (None when none); other markets have no coins: None."""
+    return join_symbols(symbols) if market == "crypto" and symbols else None
+
+
+def build_briefs(
+    raw_news: pl.DataFrame, instruments: pl.DataFrame, market: str, enricher: Enricher
+) -> pl.DataFrame:
+    """One brief per article of `market`, newest first, conformed to the `briefs` table."""
+    news = raw_news.filter(pl.col("market") == market).sort(
+        ["timestamp", "article_id"], descending=[True, False]
+    )
+    if news.is_empty():
+        return BRIEFS.empty()
+    index = market_index(instruments, market)
+    titles = news.get_column("title").to_list()
+    bodies = news.get_column("body").to_list()
+    symbols = [index.tag(t, b) for t, b in zip(titles, bodies, strict=True)]
+    articles = [
+        Article(market, t, b, tuple(s)) for t, b, s in zip(titles, bodies, symbols, strict=True)
+    ]
+    enrichments = enricher.enrich(articles)
+    if len(enrichments) != len(articles):
+        raise ValueError(f"enricher returned {len(enrichments)} results for {len(articles)}")
+    fields = {f: [getattr(e, f) for e in enrichments] for f in ENRICHMENT_FIELDS}
+    frame = news.with_columns(
+        pl.col("published_at").dt.date().alias("date"),
+        pl.Series("symbols", [join_symbols(s) for s in symbols], dtype=pl.String()),
+        pl.Series(
+            "impacted_coins", [impacted_coins(market, s) for s in symbols], dtype=pl.String()
+        ),
+        pl.Series("topic", [topic_of(t, b) for t, b in zip(titles, bodies, strict=True)]),
+        *(pl.Series(name, values, dtype=_dtype(name)) for name, values in fields.items()),
+    )
+    return BRIEFS.conform(frame)
+
+
+def _dtype(field: str) -> pl.DataType:
+    return pl.Float64() if field == "sentiment" else pl.String()

@@ -1,0 +1,162 @@
+"""The finance lexicon added to VADER, and the word lists of the FUD, FOMO, speculation and topic rules."""
+
+from __future__ import annotations
+
+import re
+
+
+def _forms(valence: float, *words: str) -> dict[str, float]:
+    return dict.fromkeys(words, valence)
+
+
+FINANCE_WORDS: dict[str, float] = {
+    # up moves and good news
+    **_forms(2.6, "surge", "surges", "surged", "surging", "soar", "soars", "soared", "soaring"),
+    **_forms(3.0, "skyrocket", "skyrockets", "skyrocketed", "skyrocketing", "recordhigh"),
+    **_forms(2.3, "rally", "rallies", "rallied", "rallying", "breakout", "boom", "booming"),
+    **_forms(1.8, "jump", "jumps", "jumped", "rebound", "rebounds", "rebounded", "rips"),
+    **_forms(1.6, "climb", "climbs", "climbed", "gain", "gains", "gained", "regains", "reclaims"),
+    **_forms(1.4, "rise", "rises", "rose", "rising", "advance", "advances", "advanced"),
+    **_forms(1.4, "recover", "recovers", "recovered", "recovery", "higher", "highs", "firmer"),
+    **_forms(2.5, "bullish", "upbeat", "outperform", "outperforms", "outperformed"),
+    **_forms(2.0, "upgrade", "upgrades", "upgraded", "approval", "approves", "approved"),
+    **_forms(1.8, "inflow", "inflows", "boost", "boosts", "boosted", "lifts", "lifted"),
+    **_forms(1.5, "strengthens", "strengthened", "tailwind", "tailwinds", "uptrend", "buyback"),
+    **_forms(1.2, "bull", "bulls", "buyers", "partnership", "adoption", "accumulation", "lift"),
+    **_forms(2.5, "beatsestimates", "raisesguidance", "tothemoon", "moon", "mooning"),
+    **_forms(2.0, "parabolic", "fomo", "upmove", "newhigh", "bestday", "ingreen", "shortsqueeze"),
+    **_forms(
+        1.2,
+        "riskon",
+    ),
+    # down moves and bad news
+    **_forms(-2.8, "plunge", "plunges", "plunged", "plunging", "crash", "crashes", "crashed"),
+    **_forms(-3.0, "plummet", "plummets", "plummeted", "collapse", "collapses", "collapsed"),
+    **_forms(-2.3, "slump", "slumps", "slumped", "tumble", "tumbles", "tumbled", "rout"),
+    **_forms(-1.8, "sink", "sinks", "sank", "slide", "slides", "slid", "sheds", "shed"),
+    **_forms(-1.5, "fall", "falls", "fell", "fallen", "falling", "drop", "drops", "dropped"),
+    **_forms(-1.5, "decline", "declines", "declined", "loses", "lost", "slips", "slipped"),
+    **_forms(-1.2, "slip", "dip", "dips", "dipped", "retreat", "retreats", "retreated", "lows"),
+    **_forms(-2.2, "sell-off", "selloff", "selloffs", "bearish", "downturn", "turmoil"),
+    **_forms(-2.8, "hack", "hacked", "hacks", "hacker", "hackers", "exploit", "exploited"),
+    **_forms(-2.5, "exploits", "breach", "stolen", "drained", "depeg", "depegs", "depegged"),
+    **_forms(-2.0, "lawsuit", "sued", "sues", "crackdown", "banned", "bans", "probe"),
+    **_forms(-2.2, "default", "defaults", "defaulted", "downgrade", "downgrades", "downgraded"),
+    **_forms(-3.0, "bankruptcy", "bankrupt", "insolvent", "insolvency", "bloodbath", "rugpull"),
+    **_forms(-1.8, "outflow", "outflows", "liquidations", "liquidated", "liquidation"),
+    **_forms(-2.5, "capitulation", "contagion", "missesestimates", "cutsguidance", "bankrun"),
+    **_forms(-2.0, "delist", "delisted", "delisting", "weakens", "weakened", "weaker", "recession"),
+    **_forms(-1.5, "underperform", "underperforms", "headwind", "headwinds", "slowdown", "halted"),
+    **_forms(-1.8, "layoffs", "outage", "outages", "dump", "dumps", "dumping", "exodus", "wiped"),
+    **_forms(-2.0, "fud", "downmove", "recordlow", "worstday", "inred", "underpressure", "newlow"),
+    **_forms(-1.5, "misses", "missed", "sellers", "bears", "tariffs", "sanctions", "fined"),
+    **_forms(
+        -1.8,
+        "weighson",
+    ),
+    **_forms(-1.2, "riskoff", "investigation", "warns", "volatile"),
+    # general-language words that mean little in market news
+    **_forms(0.0, "interest", "united", "credit", "security", "share", "care", "free", "stable"),
+    **_forms(0.0, "grant", "block", "gross", "wells", "trust", "chance", "littlechanged", "flat"),
+    **_forms(
+        0.5,
+        "techupgrade",
+    ),
+    **_forms(0.3, "support", "demand", "well", "top"),
+}
+"""VADER valences (-4..+4) by lower-case token; they replace VADER's own where both exist."""
+
+PHRASES: tuple[tuple[str, str], ...] = (
+    (r"\b(?:record|all[- ]time|fresh|multi-year|52-week) highs?\b", "recordhigh"),
+    (r"\b(?:record|all[- ]time|multi-year|52-week) lows?\b", "recordlow"),
+    (r"\bnew highs?\b", "newhigh"),
+    (r"\bnew lows?\b", "newlow"),
+    (r"\bbeats? (?:\w+ ){0,2}(?:estimates|expectations|forecasts)\b", "beatsestimates"),
+    (r"\bmiss(?:es|ed)? (?:\w+ ){0,2}(?:estimates|expectations|forecasts)\b", "missesestimates"),
+    (
+        r"\b(?:raises|raised|lifts|hikes|boosts) (?:\w+ ){0,2}(?:guidance|outlook|forecast)\b",
+        "raisesguidance",
+    ),
+    (
+        r"\b(?:cuts|cut|lowers|lowered|slashes|slashed) (?:\w+ ){0,2}(?:guidance|outlook|forecast)\b",
+        "cutsguidance",
+    ),
+    (r"\bfear of missing out\b", "fomo"),
+    (r"\bto the moon\b", "tothemoon"),
+    (r"\brisk[- ]on\b", "riskon"),
+    (r"\brisk[- ]off\b", "riskoff"),
+    (r"\bshort squeeze\b", "shortsqueeze"),
+    (r"\bsell[- ]offs?\b", "selloff"),
+    (r"\brug[- ]pulls?\b", "rugpull"),
+    (r"\bbank runs?\b", "bankrun"),
+    (r"\bunder pressure\b", "underpressure"),
+    (r"\bweigh(?:s|ed|ing)? on\b", "weighson"),
+    (r"\b(?:network|protocol|software|chain|mainnet) upgrades?\b", "techupgrade"),
+    (r"\blittle changed\b", "littlechanged"),
+    (r"\bin the red\b", "inred"),
+    (r"\bin the green\b", "ingreen"),
+    (r"\bbest (?:day|week|month|quarter)\b", "bestday"),
+    (r"\bworst (?:day|week|month|quarter)\b", "worstday"),
+    (r"\b(?:up|higher by|adds|added) \+?\d+(?:\.\d+)?\s?%", "upmove"),
+    (r"\b(?:down|lower by) -?\d+(?:\.\d+)?\s?%", "downmove"),
+    (r"(?<![\w.])\+\d+(?:\.\d+)?\s?%", "upmove"),
+    (r"(?<![\w.])[-−]\d+(?:\.\d+)?\s?%", "downmove"),
+)
+"""Multi-word finance phrases, rewritten to one lexicon token before VADER reads the text."""
+
+COMPILED_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), token) for p, token in PHRASES
+)
+
+FOMO_TERMS: tuple[str, ...] = (
+    "fomo", "fear of missing out", "miss out", "missing out", "don't miss", "to the moon",
+    "moon", "mooning", "parabolic", "euphoria", "euphoric", "mania", "frenzy", "piles in",
+    "pile in", "piling in", "pile into", "piles into", "piling into", "rush to buy", "rushes in",
+    "everyone is buying", "last chance", "before it's too late", "100x", "10x", "1000x",
+    "skyrocket", "skyrockets", "going vertical", "lambo", "generational", "life-changing",
+    "once-in-a-lifetime", "all in", "hype", "rips", "explodes", "buying spree",
+)  # fmt: skip
+"""Crowd greed: chasing a move for fear of missing it."""
+
+FUD_TERMS: tuple[str, ...] = (
+    "fud", "fear", "fears", "panic", "panic selling", "capitulation", "collapse", "contagion",
+    "bank run", "insolvent", "insolvency", "bankrupt", "bankruptcy", "death spiral", "bloodbath",
+    "rug pull", "scam", "ponzi", "doom", "doomed", "is it over", "finished?", "dead?",
+    "going to zero", "to zero", "worthless", "meltdown", "exodus", "wiped out", "dump", "dumps",
+    "dumping", "rumours of trouble", "rumors of trouble", "crash fears", "terrified", "nightmare",
+    "sell everything", "get out", "bubble", "depeg", "uncertainty", "doubt", "scare", "scared",
+)  # fmt: skip
+"""Crowd fear: fear, uncertainty and doubt beyond the news itself."""
+
+SPECULATION_TERMS: tuple[str, ...] = (
+    "could", "might", "may", "possibly", "potential", "potentially", "reportedly", "rumor",
+    "rumors", "rumour", "rumours", "rumored", "rumoured", "rumour mill", "rumor mill",
+    "speculate", "speculates", "speculated", "speculation", "speculative", "speculators",
+    "unconfirmed", "allegedly", "sources say", "people familiar", "price prediction",
+    "prediction", "predicts", "poised", "set for", "bet on", "bets on", "betting on", "moon",
+    "100x", "10x", "1000x", "next big", "double", "triple", "what's next", "if", "whether",
+    "expected to", "eyes", "target", "?",
+)  # fmt: skip
+"""Hedged, unconfirmed or forward-guessing language."""
+
+TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("security", ("hack", "hacked", "exploit", "breach", "stolen", "drained", "vulnerability",
+                  "outage", "attack", "phishing", "rug pull", "scam", "fraud")),
+    ("regulation", ("sec", "regulator", "regulators", "regulation", "regulatory", "lawsuit",
+                    "sued", "court", "ban", "banned", "crackdown", "license", "licence", "cftc",
+                    "compliance", "sanction", "sanctions", "legislation", "bill", "lawmakers",
+                    "probe", "investigation", "approval", "approves", "fined")),
+    ("earnings", ("earnings", "results", "revenue", "profit", "guidance", "eps", "quarterly",
+                  "quarter", "dividend", "buyback", "estimates", "sales")),
+    ("macro", ("fed", "federal reserve", "central bank", "ecb", "boj", "rate", "rates",
+               "inflation", "cpi", "jobs", "payrolls", "gdp", "yields", "treasury", "recession",
+               "tariff", "tariffs", "dovish", "hawkish", "dollar", "economy", "growth data")),
+    ("supply", ("inventories", "inventory", "opec", "output", "production", "supply",
+                "harvest", "weather", "drought", "stockpiles", "shipments", "mine", "mining")),
+    ("adoption", ("adoption", "partnership", "integration", "launch", "launches", "listing",
+                  "etf", "institutional", "inflows", "upgrade", "mainnet", "payments",
+                  "treasury reserve", "on-chain activity", "network upgrade")),
+)  # fmt: skip
+"""Brief topics by keyword, in priority order for ties; a brief matching none is about 'price'."""
+
+TOPIC_NAMES: tuple[str, ...] = (*(name for name, _ in TOPICS), "price")
