@@ -19,6 +19,8 @@ _DUCKDB_TYPES: dict[type[pl.DataType], str] = {
     pl.String: "VARCHAR",
     pl.Int64: "BIGINT",
     pl.Int32: "INTEGER",
+    pl.Int16: "SMALLINT",
+    pl.Float32: "FLOAT",
     pl.Float64: "DOUBLE",
     pl.Boolean: "BOOLEAN",
     pl.Date: "DATE",
@@ -33,6 +35,8 @@ def duckdb_type(dtype: pl.DataType) -> str:
     """The DuckDB type a catalog column is exposed as."""
     if isinstance(dtype, pl.Datetime):
         return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    if isinstance(dtype, pl.List):
+        return f"{duckdb_type(dtype.inner)}[]"
     try:
         return _DUCKDB_TYPES[type(dtype)]
     except KeyError:

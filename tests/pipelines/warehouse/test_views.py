@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
-from pipelines.catalog import INSTRUMENTS, RAW_NEWS, TABLES, read_manifest
+from pipelines.catalog import INSTRUMENTS, RAW_NEWS, TABLES, Column, Table, read_manifest
 from pipelines.warehouse import views
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.warehouse.conftest import instruments_frame
@@ -103,3 +104,27 @@ def test_a_corrupt_database_is_not_mistaken_for_a_lock(tmp_path: Path) -> None:
     with pytest.raises(duckdb.Error) as raised:
         views.refresh_views(path, tmp_path, None, timeout=0.1)
     assert not isinstance(raised.value, views.ViewsLockedError)
+
+
+def test_list_columns_are_exposed_as_duckdb_lists(tmp_path: Path) -> None:
+    tagged = Table(
+        name="tagged",
+        description="a table with a list column",
+        columns=(
+            Column("market", pl.String(), "market"),
+            Column("symbols", pl.List(pl.String()), "symbols named", nullable=True),
+        ),
+        key=("market",),
+    )
+    path = tmp_path / "tagged.parquet"
+    frame = pl.DataFrame({"market": ["crypto", "crypto"], "symbols": [["BTC", "ETH"], None]})
+    tagged.conform(frame).write_parquet(path)
+    con = duckdb.connect()
+    con.execute(views.view_sql(tagged, [path]))
+    assert con.sql("select symbols from tagged").fetchall() == [(["BTC", "ETH"],), (None,)]
+
+
+def test_every_catalog_column_has_a_duckdb_type() -> None:
+    for table in TABLES.values():
+        for column in table.columns:
+            assert views.duckdb_type(column.dtype), f"{table.name}.{column.name}"
