@@ -10,9 +10,7 @@ BRIEFS = Table(
     name="briefs",
     description=(
         "One enriched brief per raw_news article: instruments tagged, sentiment on -5..+5, tone, "
-        "FUD/FOMO bias and score, clout and speculation score (scales in docs/newsroom.md). "
-        "List fields are comma-separated strings (the warehouse's views hold scalar columns); "
-        "the API returns them as arrays."
+        "FUD/FOMO bias and score, clout and speculation score (scales in docs/newsroom.md)."
     ),
     columns=(
         Column("market", pl.String(), "market whose feeds carried the article"),
@@ -22,8 +20,8 @@ BRIEFS = Table(
         Column("title", pl.String(), "headline", nullable=True),
         Column(
             "symbols",
-            pl.String(),
-            "instruments of the market named, comma-separated by first mention ('' when none)",
+            pl.List(pl.String()),
+            "instruments of the market named, in order of first mention (empty when none)",
         ),
         Column("body", pl.String(), "text of the article"),
         Column("fud_fomo_bias", pl.String(), "'fud', 'fomo' or 'neutral'", nullable=True),
@@ -33,8 +31,8 @@ BRIEFS = Table(
         Column("clout", pl.String(), "'high', 'medium' or 'low'", nullable=True),
         Column(
             "impacted_coins",
-            pl.String(),
-            "crypto: the coins named, comma-separated (null when none); other markets: null",
+            pl.List(pl.String()),
+            "crypto: the coins named (null when none); other markets: null",
             nullable=True,
         ),
         Column("speculation_score", pl.String(), "'0'..'10': speculative language", nullable=True),

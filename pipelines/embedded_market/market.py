@@ -227,7 +227,9 @@ def _feeds(
     ):
         items.sort(key=lambda item: (item[0], item[1]), reverse=True)
         path = f"news/{market}/{name}"
-        for index, (_, story_id, _) in enumerate(items, start=1):  # 1-based, as the connectors count
+        for index, (_, story_id, _) in enumerate(
+            items, start=1
+        ):  # 1-based, as the connectors count
             if story_id in marks:
                 found.append(Defect(marks[story_id][0], path, f"item {index}", marks[story_id][1]))
         documents[path] = build(market, [text for _, _, text in items], as_of)

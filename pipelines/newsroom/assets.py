@@ -94,7 +94,7 @@ def build_briefs_asset() -> dg.AssetsDefinition:
             frame,
             metadata={
                 "dagster/row_count": frame.height,
-                "tagged": frame.filter(pl.col("symbols") != "").height,
+                "tagged": frame.filter(pl.col("symbols").list.len() > 0).height,
                 "enriched_by": dg.MetadataValue.json(by_enricher),
             },
         )

@@ -18,22 +18,9 @@ def market_index(instruments: pl.DataFrame, market: str) -> AliasIndex:
     return build_index((str(s), str(n)) for s, n in rows)
 
 
-SEPARATOR = ","
-"""List fields (`symbols`, `impacted_coins`) are stored joined by this; symbols never hold it."""
-
-
-def join_symbols(symbols: list[str]) -> str:
-    return SEPARATOR.join(symbols)
-
-
-def split_symbols(column: pl.Expr) -> pl.Expr:
-    """A stored list field as a polars list ('' is the empty list)."""
-    return column.str.split(SEPARATOR).list.eval(pl.element().filter(pl.element() != ""))
-
-
-def impacted_coins(market: str, symbols: list[str]) -> str | None:
+def impacted_coins(market: str, symbols: list[str]) -> list[str] | None:
     """Crypto: the coins named (None when none); other markets have no coins: None."""
-    return join_symbols(symbols) if market == "crypto" and symbols else None
+    return symbols if market == "crypto" and symbols else None
 
 
 def build_briefs(
@@ -58,9 +45,11 @@ def build_briefs(
     fields = {f: [getattr(e, f) for e in enrichments] for f in ENRICHMENT_FIELDS}
     frame = news.with_columns(
         pl.col("published_at").dt.date().alias("date"),
-        pl.Series("symbols", [join_symbols(s) for s in symbols], dtype=pl.String()),
+        pl.Series("symbols", symbols, dtype=pl.List(pl.String())),
         pl.Series(
-            "impacted_coins", [impacted_coins(market, s) for s in symbols], dtype=pl.String()
+            "impacted_coins",
+            [impacted_coins(market, s) for s in symbols],
+            dtype=pl.List(pl.String()),
         ),
         pl.Series("topic", [topic_of(t, b) for t, b in zip(titles, bodies, strict=True)]),
         *(pl.Series(name, values, dtype=_dtype(name)) for name, values in fields.items()),

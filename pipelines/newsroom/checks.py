@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.newsroom.briefs import split_symbols
 from pipelines.newsroom.enrichment import MAX_SCORE
 
 SENTIMENT_BOUND = 5.0
@@ -33,11 +32,7 @@ def sentiment_out_of_range(briefs: pl.DataFrame) -> pl.DataFrame:
 
 def unknown_symbols(briefs: pl.DataFrame, instruments: pl.DataFrame) -> pl.DataFrame:
     """(article_id, symbol) pairs naming a symbol that is not an instrument of the brief's market."""
-    named = (
-        briefs.select("market", "article_id", split_symbols(pl.col("symbols")))
-        .explode("symbols")
-        .drop_nulls()
-    )
+    named = briefs.select("market", "article_id", "symbols").explode("symbols").drop_nulls()
     known = instruments.select("market", pl.col("symbol").alias("symbols"))
     return named.join(known, on=["market", "symbols"], how="anti").rename({"symbols": "symbol"})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.catalog.newsroom import SENTIMENT_DAILY, SENTIMENT_TOPICS
-from pipelines.newsroom.briefs import split_symbols
 from pipelines.newsroom.lexicon import TOPIC_NAMES
 
 POSITIVE_FROM = 1.0
@@ -29,7 +28,6 @@ def mentions(briefs: pl.DataFrame) -> pl.DataFrame:
     """One row per (brief, symbol named) with the brief's day, bucket and topic."""
     return (
         briefs.select("market", "article_id", "date", "symbols", "sentiment", "topic")
-        .with_columns(split_symbols(pl.col("symbols")))
         .explode("symbols")
         .drop_nulls("symbols")
         .rename({"symbols": "symbol"})

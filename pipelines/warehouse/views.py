@@ -36,7 +36,8 @@ def duckdb_type(dtype: pl.DataType) -> str:
     if isinstance(dtype, pl.Datetime):
         return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
     if isinstance(dtype, pl.List):
-        return f"{duckdb_type(dtype.inner)}[]"
+        inner = dtype.inner if isinstance(dtype.inner, pl.DataType) else dtype.inner()
+        return f"{duckdb_type(inner)}[]"
     try:
         return _DUCKDB_TYPES[type(dtype)]
     except KeyError:

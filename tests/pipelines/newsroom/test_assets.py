@@ -100,10 +100,10 @@ def test_briefs_carry_tagged_symbols_coins_and_enrichment(
 ) -> None:
     briefs = result.output_for_node("briefs")
     by_id = {row["article_id"]: row for row in briefs.iter_rows(named=True)}
-    assert by_id["a1"]["symbols"] == "BTC"
-    assert by_id["a2"]["symbols"] == "ETH,SOL"  # "link" in lower case is not LINK
-    assert by_id["a3"]["impacted_coins"] == "BTC,ETH"
-    assert by_id["a5"]["symbols"] == ""
+    assert by_id["a1"]["symbols"] == ["BTC"]
+    assert by_id["a2"]["symbols"] == ["ETH", "SOL"]  # "link" in lower case is not LINK
+    assert by_id["a3"]["impacted_coins"] == ["BTC", "ETH"]
+    assert by_id["a5"]["symbols"] == []
     assert by_id["a5"]["impacted_coins"] is None
     assert by_id["a1"]["tone"] == "bullish"
     assert by_id["a2"]["tone"] == "bearish"
@@ -155,7 +155,7 @@ def test_the_tables_land_in_the_warehouse_and_are_visible_in_duckdb(tmp_path: Pa
             "WHERE market = 'crypto' AND date = DATE '2025-01-10' ORDER BY symbol"
         ).fetchall()
         briefs = con.execute(
-            "SELECT count(*) FROM briefs WHERE list_contains(string_split(symbols, ','), 'BTC')"
+            "SELECT count(*) FROM briefs WHERE list_contains(symbols, 'BTC')"
         ).fetchone()
     assert rows == [("BTC", 1, 0, 0, 1), ("ETH", 0, 0, 1, 1), ("SOL", 0, 0, 1, 1)]
     assert briefs == (2,)

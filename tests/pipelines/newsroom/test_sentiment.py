@@ -18,7 +18,7 @@ DAY2_MS = 1_736_467_200_000
 
 
 def brief(
-    article_id: str, day: date, symbols: str, sentiment: float | None, topic: str
+    article_id: str, day: date, symbols: list[str], sentiment: float | None, topic: str
 ) -> dict[str, object]:
     return {
         "market": "crypto", "article_id": article_id, "timestamp": 0, "date": day, "title": "t",
@@ -31,12 +31,12 @@ def brief(
 @pytest.fixture
 def briefs() -> pl.DataFrame:
     rows = [
-        brief("a", DAY2, "BTC,ETH", 1.0, "price"),  # BTC +, ETH +   (exactly 1 is positive)
-        brief("b", DAY2, "BTC", -1.0, "security"),  # BTC -            (exactly -1 is negative)
-        brief("c", DAY2, "BTC", 0.99, "security"),  # BTC neutral
-        brief("d", DAY2, "BTC", None, "regulation"),  # BTC neutral (no score)
-        brief("e", DAY1, "BTC", -4.5, "price"),  # BTC - on day 1
-        brief("f", DAY1, "", 3.0, "price"),  # names nothing: counted nowhere
+        brief("a", DAY2, ["BTC", "ETH"], 1.0, "price"),  # BTC +, ETH +   (exactly 1 is positive)
+        brief("b", DAY2, ["BTC"], -1.0, "security"),  # BTC -            (exactly -1 is negative)
+        brief("c", DAY2, ["BTC"], 0.99, "security"),  # BTC neutral
+        brief("d", DAY2, ["BTC"], None, "regulation"),  # BTC neutral (no score)
+        brief("e", DAY1, ["BTC"], -4.5, "price"),  # BTC - on day 1
+        brief("f", DAY1, [], 3.0, "price"),  # names nothing: counted nowhere
     ]
     return pl.DataFrame(rows, schema=BRIEFS.schema)
 
@@ -64,7 +64,7 @@ def test_total_is_the_sum_and_one_row_per_symbol_day(briefs: pl.DataFrame) -> No
 
 
 def test_a_brief_naming_a_symbol_twice_counts_once() -> None:
-    rows = [brief("a", DAY2, "BTC,BTC", 2.0, "price")]
+    rows = [brief("a", DAY2, ["BTC", "BTC"], 2.0, "price")]
     daily = sentiment_daily(pl.DataFrame(rows, schema=BRIEFS.schema))
     assert daily.select("positive", "total").rows() == [(1, 1)]
 
@@ -88,7 +88,7 @@ def test_legacy_topic_is_the_days_most_frequent_and_ties_go_by_priority(
 
 
 def test_topic_ties_prefer_security_over_price() -> None:
-    rows = [brief("a", DAY2, "BTC", 2.0, "price"), brief("b", DAY2, "BTC", -2.0, "security")]
+    rows = [brief("a", DAY2, ["BTC"], 2.0, "price"), brief("b", DAY2, ["BTC"], -2.0, "security")]
     topics = sentiment_topics(pl.DataFrame(rows, schema=BRIEFS.schema))
     assert topics["topic"].to_list() == ["security"]
 
