@@ -1,0 +1,227 @@
+"""The operator-editable webhooks file: subscriptions, delivery policy, sentiment rule, custom feeds."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+EVENT_TYPES: tuple[str, ...] = (
+    "news.published",
+    "trade.executed",
+    "trade.action_changed",
+    "portfolio.updated",
+    "sentiment.shift",
+)
+"""Every built-in event type; custom feeds add `custom.<name>`."""
+
+
+T = TypeVar("T")
+
+
+class WebhookConfigError(ValueError):
+    """The webhooks file is invalid; the message names the entry and what is wrong."""
+
+
+class UrlRefusedError(WebhookConfigError):
+    """A receiver URL that deliveries may not go to (not HTTPS, and not an allowed loopback)."""
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One customer's receiver, what it wants, and how fast and long we may talk to it."""
+
+    id: str
+    customer: str
+    url: str
+    secret: str
+    events: tuple[str, ...]
+    """Event types (`news.published`) or families (`trade.*`); `*` is every type."""
+    markets: tuple[str, ...] = ()
+    """Markets to match; empty means every market."""
+    symbols: tuple[str, ...] = ()
+    """Upper-case symbols; an event matches when it names one of them. Empty: no symbol filter."""
+    keywords: tuple[str, ...] = ()
+    """Lower-case words; a news event matches when its title or body contains one."""
+    strategies: tuple[str, ...] = ()
+    timeout_seconds: float = 10.0
+    rate_limit_per_second: float = 5.0
+    enabled: bool = True
+
+    def wants(self, event_type: str) -> bool:
+        family = event_type.split(".", 1)[0]
+        return any(p in ("*", event_type, f"{family}.*") for p in self.events)
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """Retry schedule and the switches shared by every subscription."""
+
+    max_attempts: int = 8
+    backoff_base_seconds: float = 2.0
+    backoff_max_seconds: float = 3600.0
+    retry_after_max_seconds: float = 3600.0
+    """Longest Retry-After honoured; a longer one is cut to this."""
+    lease_seconds: float = 120.0
+    """How long a claimed delivery stays with one worker before another may take it over."""
+    allow_http_loopback: bool = False
+    """Test/dev switch: plain http:// allowed to loopback hosts only."""
+    ca_file: str | None = None
+    """Extra CA bundle to trust for receivers (tests, private CAs); None: the system store."""
+
+
+@dataclass(frozen=True)
+class SentimentRule:
+    """A shift: today's net sentiment differs from the trailing mean by at least `threshold`."""
+
+    window_days: int = 7
+    threshold: float = 0.5
+    min_briefs: int = 3
+    """Briefs the day must have for its net sentiment to count."""
+
+
+@dataclass(frozen=True)
+class CustomFeed:
+    """A catalog table whose rows become `custom.<name>` events, identified by `key` columns."""
+
+    name: str
+    table: str
+    key: tuple[str, ...]
+    symbol_column: str | None = "symbol"
+
+
+@dataclass(frozen=True)
+class WebhooksConfig:
+    subscriptions: tuple[Subscription, ...] = ()
+    delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
+    sentiment: SentimentRule = field(default_factory=SentimentRule)
+    custom: tuple[CustomFeed, ...] = ()
+
+    def subscription(self, subscription_id: str) -> Subscription:
+        for sub in self.subscriptions:
+            if sub.id == subscription_id:
+                return sub
+        known = ", ".join(s.id for s in self.subscriptions) or "none"
+        raise WebhookConfigError(f"no subscription {subscription_id!r} (configured: {known})")
+
+
+def check_url(url: str, allow_http_loopback: bool) -> None:
+    """Raise UrlRefusedError unless `url` is https://, or http:// to loopback with the dev switch on."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return
+    if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
+        if allow_http_loopback:
+            return
+        raise UrlRefusedError(
+            f"{url}: plain HTTP is refused; webhooks are HTTPS only "
+            "(http:// to loopback needs [delivery] allow_http_loopback = true, for tests and dev)"
+        )
+    raise UrlRefusedError(f"{url}: webhooks are HTTPS only; use an https:// URL")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> WebhooksConfig:
+    """Parse the webhooks TOML (None or a missing file: no subscriptions)."""
+    if path is None or not path.exists():
+        return WebhooksConfig()
+    with path.open("rb") as handle:
+        raw = tomllib.load(handle)
+    return parse_config(raw, os.environ if env is None else env)
+
+
+def parse_config(raw: Mapping[str, object], env: Mapping[str, str]) -> WebhooksConfig:
+    delivery = _build(DeliveryPolicy, _table(raw, "delivery"), "[delivery]")
+    subs = tuple(_subscription(entry, delivery, env) for entry in _array(raw, "subscriptions"))
+    ids = [s.id for s in subs]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicated:
+        raise WebhookConfigError(f"subscription ids must be unique: {duplicated}")
+    custom = tuple(_custom(entry) for entry in _array(raw, "custom"))
+    return WebhooksConfig(
+        subscriptions=subs,
+        delivery=delivery,
+        sentiment=_build(SentimentRule, _table(raw, "sentiment"), "[sentiment]"),
+        custom=custom,
+    )
+
+
+def _build(cls: type[T], values: dict[str, Any], where: str) -> T:
+    try:
+        return cls(**values)
+    except TypeError as error:
+        raise WebhookConfigError(f"{where}: {error}") from None
+
+
+def _table(raw: Mapping[str, object], name: str) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if not isinstance(value, dict):
+        raise WebhookConfigError(f"[{name}] must be a table")
+    return value
+
+
+def _array(raw: Mapping[str, object], name: str) -> list[dict[str, object]]:
+    value = raw.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise WebhookConfigError(f"[[{name}]] must be an array of tables")
+    return value
+
+
+def _subscription(
+    entry: dict[str, object], delivery: DeliveryPolicy, env: Mapping[str, str]
+) -> Subscription:
+    entry = dict(entry)
+    sub_id = str(entry.get("id", ""))
+    if not sub_id:
+        raise WebhookConfigError("every [[subscriptions]] entry needs an id")
+    secret_env = entry.pop("secret_env", None)
+    if secret_env is not None:
+        entry["secret"] = env.get(str(secret_env), "")
+    if not entry.get("secret"):
+        raise WebhookConfigError(f"subscription {sub_id!r}: a secret (or secret_env) is required")
+    try:
+        check_url(str(entry.get("url", "")), delivery.allow_http_loopback)
+    except UrlRefusedError as error:
+        raise UrlRefusedError(f"subscription {sub_id!r}: {error}") from None
+    for name in ("events", "markets", "symbols", "keywords", "strategies"):
+        entry[name] = tuple(str(v) for v in entry.get(name, ()))  # type: ignore[attr-defined]
+    entry["symbols"] = tuple(s.upper() for s in entry["symbols"])  # type: ignore[attr-defined]
+    entry["keywords"] = tuple(k.lower() for k in entry["keywords"])  # type: ignore[attr-defined]
+    entry.setdefault("customer", sub_id)
+    try:
+        sub = Subscription(**entry)  # type: ignore[arg-type]
+    except TypeError as error:
+        raise WebhookConfigError(f"subscription {sub_id!r}: {error}") from None
+    if not sub.events:
+        raise WebhookConfigError(f"subscription {sub_id!r}: list at least one event type")
+    if sub.timeout_seconds <= 0 or sub.rate_limit_per_second <= 0:
+        raise WebhookConfigError(f"subscription {sub_id!r}: timeout and rate limit must be > 0")
+    return sub
+
+
+def _custom(entry: dict[str, object]) -> CustomFeed:
+    key = entry.get("key")
+    if not entry.get("name") or not entry.get("table") or not isinstance(key, list) or not key:
+        raise WebhookConfigError(
+            "every [[custom]] entry needs name, table and a non-empty key list"
+        )
+    symbol = entry.get("symbol_column", "symbol")
+    return CustomFeed(
+        name=str(entry["name"]),
+        table=str(entry["table"]),
+        key=tuple(str(k) for k in key),
+        symbol_column=None if symbol in (None, "") else str(symbol),
+    )

@@ -1,0 +1,189 @@
+"""Fixtures for the webhooks tests: a real HTTPS receiver on loopback (trustme CA), a fake clock."""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import trustme
+
+from pipelines.webhooks import signing
+from pipelines.webhooks.config import (
+    DeliveryPolicy,
+    Subscription,
+    WebhooksConfig,
+)
+from pipelines.webhooks.delivery import Worker
+from pipelines.webhooks.outbox import Outbox
+
+SECRET = "whsec_test_secret"
+START = 1_800_000_000.0
+
+
+class FakeClock:
+    """Time that moves only when the worker sleeps (or a test advances it)."""
+
+    def __init__(self, start: float = START) -> None:
+        self.t = start
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@dataclass
+class Received:
+    event_id: str
+    body: bytes
+    headers: dict[str, str]
+    signature_ok: bool
+
+
+@dataclass
+class Receiver:
+    """A customer's HTTPS endpoint: answers from `script` in order (then 200) and records requests.
+
+    A script entry is a status code, a (status, headers) pair, or "hang" (never answer until the
+    test ends). Signatures are checked with `signing.verify`, as a customer's receiver would.
+    """
+
+    url: str
+    now: Callable[[], float]
+    script: list[object] = field(default_factory=list)
+    received: list[Received] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_action(self) -> object:
+        with self.lock:
+            return self.script.pop(0) if self.script else 200
+
+    def accepted_ids(self) -> list[str]:
+        return [r.event_id for r in self.received]
+
+
+def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            headers = dict(self.headers.items())
+            try:
+                signing.verify(SECRET, headers, body, now=receiver.now())
+                ok = True
+            except signing.SignatureError:
+                ok = False
+            action = receiver.next_action()
+            if action == "hang":
+                receiver.release.wait(10)
+                return
+            status, extra = action if isinstance(action, tuple) else (action, {})
+            if status < 300 and ok:
+                with receiver.lock:
+                    receiver.received.append(
+                        Received(headers.get(signing.EVENT_ID_HEADER, ""), body, headers, ok)
+                    )
+            self.send_response(status if ok else 401)
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    return Handler
+
+
+@pytest.fixture(scope="session")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def ca_file(ca: trustme.CA, tmp_path: Path) -> Path:
+    path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return path
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def receiver(ca: trustme.CA, clock: FakeClock) -> Iterator[Receiver]:
+    """A live HTTPS server on 127.0.0.1 with a certificate from the test CA."""
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server_context)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server.socket = server_context.wrap_socket(server.socket, server_side=True)
+    port = server.server_address[1]
+    recv = Receiver(url=f"https://127.0.0.1:{port}/hooks", now=clock.now)
+    server.RequestHandlerClass = _handler(recv)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield recv
+    recv.release.set()
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def subscription(url: str, **overrides: object) -> Subscription:
+    values: dict[str, object] = {
+        "id": "acme",
+        "customer": "Acme",
+        "url": url,
+        "secret": SECRET,
+        "events": ("*",),
+        "timeout_seconds": 0.5,
+        "rate_limit_per_second": 1000.0,
+    }
+    values.update(overrides)
+    return Subscription(**values)  # type: ignore[arg-type]
+
+
+def make_config(ca_file: Path, *subs: Subscription, **policy: object) -> WebhooksConfig:
+    values: dict[str, object] = {
+        "max_attempts": 4,
+        "backoff_base_seconds": 2.0,
+        "backoff_max_seconds": 60.0,
+        "ca_file": str(ca_file),
+    }
+    values.update(policy)
+    return WebhooksConfig(subscriptions=subs, delivery=DeliveryPolicy(**values))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def outbox(tmp_path: Path) -> Iterator[Outbox]:
+    box = Outbox(tmp_path / "outbox.sqlite")
+    yield box
+    box.close()
+
+
+@pytest.fixture
+def make_worker(outbox: Outbox, clock: FakeClock) -> Iterator[Callable[[WebhooksConfig], Worker]]:
+    workers: list[Worker] = []
+
+    def make(config: WebhooksConfig, box: Outbox | None = None) -> Worker:
+        worker = Worker(outbox=box or outbox, config=config, clock=clock)
+        workers.append(worker)
+        return worker
+
+    yield make
+    for worker in workers:
+        worker.close()
