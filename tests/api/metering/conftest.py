@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 
 from api.metering.config import MeteringConfig, load_config
-from api.metering.model import Account
+from api.metering.model import Account, LedgerEntry
 from api.metering.store import MeteringStore, open_store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -96,3 +106,184 @@ async def new_account(store: MeteringStore, plan: str = "sandbox") -> Account:
     account = await store.authenticate(await store.create_key(plan, "test"))
     assert account is not None
     return account
+
+
+# -- the real server (`mi serve`) and a private redis-server, for the multi-process and fault tests
+
+
+MI = str(Path(sys.executable).with_name("mi"))
+BALANCE_HEADERS = ("x-tokens-cost", "x-tokens-limit", "x-tokens-limit-today",
+                   "x-tokens-remaining", "x-tokens-remaining-today")  # fmt: skip
+PING = "/api/v1/ping"
+BAD_STRATEGY = "/api/v2/crypto/trades/get-backtest-history/BTC/bogus?years={years}"
+"""A 400 (strategy outside aggressive/conservative) charged the full route cost: 8 to 20 by years."""
+NOT_MATERIALIZED = "/api/v2/crypto/technical-analysis/get-indicators/BTC"
+"""A 503 (no indicator tables in the test warehouse): 8 tokens up front, 1 net."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def mi_keys_create(env: Mapping[str, str], plan: str) -> str:
+    """`mi keys create` on the store named by `env`; the key is the last line of its output."""
+    created = subprocess.run(
+        [MI, "keys", "create", "--plan", plan, "--name", "e2e"],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return created.stdout.strip().splitlines()[-1]
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; always reaped."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.wait(timeout=grace)
+
+
+def children(pid: int) -> list[int]:
+    """The direct child processes of `pid` (granian's workers of its main process)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found += [int(child) for child in task.read_text().split()]
+    return sorted(found)
+
+
+@contextmanager
+def mi_serve(env: Mapping[str, str], log: Path, workers: int = 2) -> Iterator[MiServer]:
+    """`mi serve --workers N` (granian) on a free loopback port; killed (whole tree) on exit."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [MI, "serve", "--port", str(port), "--workers", str(workers)],
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server = MiServer(process, base, port)
+    try:
+        deadline = time.monotonic() + 60
+        while len(children(process.pid)) < workers or not _answers(base):
+            assert process.poll() is None, f"mi serve exited early:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"mi serve not ready:\n{log.read_text()[-3000:]}"
+            time.sleep(0.1)
+        server.workers = children(process.pid)
+        yield server
+    finally:
+        for worker in server.workers:  # granian's workers die with it, but never leave one behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker, signal.SIGKILL)
+        stop(process)
+
+
+def _answers(base: str) -> bool:
+    try:
+        httpx.get(f"{base}{PING}", timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+@dataclass
+class MiServer:
+    process: subprocess.Popen[bytes]
+    base: str
+    port: int
+    workers: list[int] = field(default_factory=list)
+
+
+@contextmanager
+def private_redis(directory: Path) -> Iterator[PrivateRedis]:
+    """A redis-server of this test alone on a free loopback port (never the shared one)."""
+    instance = PrivateRedis(free_port(), directory)
+    try:
+        instance.start()
+        yield instance
+    finally:
+        instance.kill()
+
+
+@dataclass
+class PrivateRedis:
+    """Append-only file with `appendfsync always` in `directory`: a restart keeps every write."""
+
+    port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with (self.directory / "redis.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    "redis-server",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--dir",
+                    str(self.directory),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "always",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        client = redis.Redis(port=self.port, socket_timeout=1)
+        deadline = time.monotonic() + 20
+        try:
+            while True:
+                try:
+                    if client.ping():
+                        return
+                except redis.ConnectionError:
+                    assert self.process.poll() is None, "redis-server exited"
+                    assert time.monotonic() < deadline, "redis-server not ready"
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
+    def shutdown(self) -> None:
+        """SHUTDOWN NOSAVE (nothing is lost: the append-only file is fsynced on every write)."""
+        assert self.process is not None
+        client = redis.Redis(port=self.port, socket_timeout=2)
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)
+        client.close()
+        self.process.wait(timeout=20)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        if self.process is not None:
+            self.process.wait(timeout=20)
+
+
+def open_charges(entries: Sequence[LedgerEntry]) -> Iterator[int]:
+    """Replaying the ledger in order: charges not yet settled after each row (= slots in use)."""
+    open_now = 0
+    for entry in entries:
+        if entry.kind == "charge":
+            open_now += 1
+        elif entry.kind in ("credit", "settle"):
+            open_now -= 1
+        yield open_now
