@@ -15,7 +15,13 @@ from pipelines.catalog.manifest import (
     read_manifest,
     write_manifest,
 )
-from pipelines.catalog.newsroom import BRIEFS, SENTIMENT_DAILY, SENTIMENT_TOPICS
+from pipelines.catalog.newsroom import (
+    BRIEFS,
+    INSTRUMENT_ANALYSES,
+    MARKET_SUMMARIES,
+    SENTIMENT_DAILY,
+    SENTIMENT_TOPICS,
+)
 from pipelines.catalog.raw import (
     DAILY_PRICES,
     INSTRUMENT_REJECTS,
@@ -47,9 +53,11 @@ __all__ = [
     "DAILY_PRICES",
     "INDICATOR_SNAPSHOTS",
     "INSTRUMENTS",
+    "INSTRUMENT_ANALYSES",
     "INSTRUMENT_REJECTS",
     "MANIFEST_NAME",
     "MARKETS",
+    "MARKET_SUMMARIES",
     "NEWS_REJECTS",
     "PRICE_REJECTS",
     "RAW_NEWS",

@@ -1,4 +1,4 @@
-"""Newsroom tables: enriched news briefs, daily sentiment counts and the legacy topic series."""
+"""Newsroom tables: enriched briefs, daily sentiment counts, the legacy topic series and written analyses."""
 
 from __future__ import annotations
 
@@ -81,4 +81,47 @@ SENTIMENT_TOPICS = Table(
     key=("market", "symbol", "date"),
 )
 
-TABLES: tuple[Table, ...] = (BRIEFS, SENTIMENT_DAILY, SENTIMENT_TOPICS)
+WRITERS: tuple[str, ...] = ("template", "llm")
+"""Every value of a `writer` column: the offline template writer or the optional LLM writer."""
+
+INSTRUMENT_ANALYSES = Table(
+    name="instrument_analyses",
+    description=(
+        "A written analysis per crypto instrument and day (its latest bar): price move, indicators, "
+        "trend, the strategies' actions and the news, every number from the warehouse "
+        "(docs/newsroom.md). Other markets: empty."
+    ),
+    columns=(
+        Column("market", pl.String(), "market of the instrument (crypto)"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column("date", pl.Date(), "the day analysed: the symbol's latest bar (UTC)"),
+        Column("timestamp", pl.Int64(), "00:00 UTC of `date`, unix epoch milliseconds"),
+        Column("analysis", pl.String(), "one or two paragraphs of plain text"),
+        Column("writer", pl.String(), "what wrote it: 'template' or 'llm'"),
+    ),
+    key=("market", "symbol", "date"),
+)
+
+MARKET_SUMMARIES = Table(
+    name="market_summaries",
+    description=(
+        "A written summary of the crypto market per day (the latest bar): breadth, leaders and "
+        "laggards, the news tone and notable stories (docs/newsroom.md). Other markets: empty."
+    ),
+    columns=(
+        Column("market", pl.String(), "the market summarised (crypto)"),
+        Column("date", pl.Date(), "the day summarised (UTC)"),
+        Column("timestamp", pl.Int64(), "00:00 UTC of `date`, unix epoch milliseconds"),
+        Column("summary", pl.String(), "one or two paragraphs of plain text"),
+        Column("writer", pl.String(), "what wrote it: 'template' or 'llm'"),
+    ),
+    key=("market", "date"),
+)
+
+TABLES: tuple[Table, ...] = (
+    BRIEFS,
+    SENTIMENT_DAILY,
+    SENTIMENT_TOPICS,
+    INSTRUMENT_ANALYSES,
+    MARKET_SUMMARIES,
+)

@@ -1,4 +1,4 @@
-"""Dagster adapters of the newsroom: the `briefs` asset and the sentiment multi-asset, with checks."""
+"""Dagster adapters of the newsroom: `briefs`, the sentiment and the written-analyses multi-assets."""
 
 # No `from __future__ import annotations`: Dagster reads the assets' annotations at definition time.
 
@@ -7,11 +7,18 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from pipelines.catalog.newsroom import BRIEFS, SENTIMENT_DAILY, SENTIMENT_TOPICS
-from pipelines.newsroom import checks
+from pipelines.catalog.newsroom import (
+    BRIEFS,
+    INSTRUMENT_ANALYSES,
+    MARKET_SUMMARIES,
+    SENTIMENT_DAILY,
+    SENTIMENT_TOPICS,
+)
+from pipelines.newsroom import analyses, checks
 from pipelines.newsroom.briefs import build_briefs
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
+from pipelines.newsroom.writing.writer import Writer
 from pipelines.partitions import MARKET_PARTITIONS
 
 BRIEFS_KEY = dg.AssetKey(BRIEFS.name)
@@ -19,6 +26,17 @@ SENTIMENT_DAILY_KEY = dg.AssetKey(SENTIMENT_DAILY.name)
 SENTIMENT_TOPICS_KEY = dg.AssetKey(SENTIMENT_TOPICS.name)
 RAW_NEWS_KEY = dg.AssetKey("raw_news")
 INSTRUMENTS_KEY = dg.AssetKey("instruments")
+ANALYSES_KEY = dg.AssetKey(INSTRUMENT_ANALYSES.name)
+SUMMARIES_KEY = dg.AssetKey(MARKET_SUMMARIES.name)
+ANALYSIS_INPUTS = (
+    "daily_prices",
+    "instruments",
+    "indicator_snapshots",
+    "trend_segments",
+    "current_actions",
+    "briefs",
+)
+"""The tables the analyses' facts come from (same market partition)."""
 
 BRIEF_CHECKS = {
     "sentiment_finite": "No sentiment is NaN or infinite.",
@@ -32,6 +50,14 @@ DAILY_CHECKS = {
     "unique_symbol_date": "One row per (symbol, date).",
 }
 TOPIC_CHECKS = {"unique_symbol_date": "One row per (symbol, date)."}
+ANALYSIS_CHECKS = {
+    "analysis_for_every_instrument": "Every crypto instrument with prices has a non-empty analysis.",
+    "numbers_match_facts": "Every number an analysis cites is one of its facts, as formatted.",
+}
+SUMMARY_CHECKS = {
+    "summary_for_latest_day": "Crypto has a non-empty summary of its latest day.",
+    "numbers_match_facts": "Every number the summary cites is one of the market's facts.",
+}
 
 
 def _result(
@@ -143,3 +169,68 @@ def build_sentiment_assets() -> dg.AssetsDefinition:
         yield _result(SENTIMENT_TOPICS_KEY, "unique_symbol_date", repeated, error)
 
     return newsroom_sentiment
+
+
+def build_analyses_assets() -> dg.AssetsDefinition:
+    """`instrument_analyses` and `market_summaries` per market, written by `newsroom_writer`."""
+    specs = [
+        dg.AssetCheckSpec(name, asset=ANALYSES_KEY, description=text)
+        for name, text in ANALYSIS_CHECKS.items()
+    ] + [
+        dg.AssetCheckSpec(name, asset=SUMMARIES_KEY, description=text)
+        for name, text in SUMMARY_CHECKS.items()
+    ]
+
+    @dg.multi_asset(
+        name="newsroom_analyses",
+        outs={
+            INSTRUMENT_ANALYSES.name: dg.AssetOut(description=INSTRUMENT_ANALYSES.description),
+            MARKET_SUMMARIES.name: dg.AssetOut(description=MARKET_SUMMARIES.description),
+        },
+        ins={name: dg.AssetIn(key=dg.AssetKey(name)) for name in ANALYSIS_INPUTS},
+        partitions_def=MARKET_PARTITIONS,
+        group_name="newsroom",
+        check_specs=specs,
+    )
+    def newsroom_analyses(
+        context: dg.AssetExecutionContext,
+        daily_prices: pl.DataFrame,
+        instruments: pl.DataFrame,
+        indicator_snapshots: pl.DataFrame,
+        trend_segments: pl.DataFrame,
+        current_actions: pl.DataFrame,
+        briefs: pl.DataFrame,
+        newsroom_writer: dg.ResourceParam[Writer],
+    ) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
+        market = context.partition_key
+        tables = (daily_prices, instruments, indicator_snapshots, trend_segments, current_actions)
+        facts = analyses.gather_facts(market, *tables, briefs)
+        written = newsroom_writer.analyses(facts)
+        table = analyses.analyses_table(market, facts, written)
+        market_facts = analyses.gather_market_facts(market, facts, briefs)
+        summary = newsroom_writer.summaries([market_facts]) if market_facts else []
+        summaries = analyses.summaries_table(market, market_facts, summary[0] if summary else None)
+        by_writer = dict(table.group_by("writer").len().rows())
+        context.log.info(f"analyses {market}: {table.height} written by {by_writer}")
+        yield dg.Output(
+            table,
+            INSTRUMENT_ANALYSES.name,
+            metadata={
+                "dagster/row_count": table.height,
+                "writers": dg.MetadataValue.json(by_writer),
+            },
+        )
+        yield dg.Output(
+            summaries, MARKET_SUMMARIES.name, metadata={"dagster/row_count": summaries.height}
+        )
+        error = dg.AssetCheckSeverity.ERROR
+        missing = analyses.missing_analyses(market, daily_prices, instruments, table)
+        yield _result(ANALYSES_KEY, "analysis_for_every_instrument", missing, error)
+        numbers = analyses.unsupported_numbers(table, facts)
+        yield _result(ANALYSES_KEY, "numbers_match_facts", numbers, error)
+        absent = analyses.missing_summary(market, market_facts, summaries)
+        yield _result(SUMMARIES_KEY, "summary_for_latest_day", absent, error)
+        numbers = analyses.unsupported_summary_numbers(summaries, market_facts)
+        yield _result(SUMMARIES_KEY, "numbers_match_facts", numbers, error)
+
+    return newsroom_analyses

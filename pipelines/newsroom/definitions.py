@@ -1,4 +1,4 @@
-"""The newsroom domain's Definitions: briefs, the sentiment tables, their checks and the enricher."""
+"""The newsroom domain's Definitions: briefs, sentiment, written analyses, checks, enricher and writer."""
 
 from __future__ import annotations
 
@@ -7,20 +7,27 @@ from collections.abc import Mapping
 
 import dagster as dg
 
-from pipelines.newsroom.assets import build_briefs_asset, build_sentiment_assets
+from pipelines.newsroom.assets import (
+    build_analyses_assets,
+    build_briefs_asset,
+    build_sentiment_assets,
+)
 from pipelines.newsroom.config import build_enricher, load_llm_settings
+from pipelines.newsroom.writing.writer import build_writer
 from pipelines.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings, env: Mapping[str, str] | None = None) -> dg.Definitions:
-    """briefs, sentiment_daily and sentiment_topics with the resource `newsroom_enricher`.
+    """briefs, sentiment_daily, sentiment_topics, instrument_analyses and market_summaries, with
+    the resources `newsroom_enricher` and `newsroom_writer`.
 
-    The enricher is the offline lexicon one unless `MI_LLM_BASE_URL` and `MI_LLM_MODEL` are set
-    (read here, when the definitions load, never at import).
+    The enricher is the offline lexicon one and the writer the template one unless
+    `MI_LLM_BASE_URL` and `MI_LLM_MODEL` are set (read here, when the definitions load, never at
+    import); then both use that endpoint and fall back to the offline ones.
     """
     del settings  # the newsroom reads only the warehouse, through the IO manager
     llm = load_llm_settings(os.environ if env is None else env)
     return dg.Definitions(
-        assets=[build_briefs_asset(), build_sentiment_assets()],
-        resources={"newsroom_enricher": build_enricher(llm)},
+        assets=[build_briefs_asset(), build_sentiment_assets(), build_analyses_assets()],
+        resources={"newsroom_enricher": build_enricher(llm), "newsroom_writer": build_writer(llm)},
     )

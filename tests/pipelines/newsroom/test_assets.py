@@ -170,4 +170,10 @@ def test_build_defs_uses_the_lexicon_without_llm_settings_and_the_llm_with_them(
     env = {"MI_LLM_BASE_URL": "http://127.0.0.1:9/v1", "MI_LLM_MODEL": "m"}
     assert isinstance(build_defs(settings, env=env).resources["newsroom_enricher"], LlmEnricher)
     keys = {k.to_user_string() for a in plain.assets or [] for k in a.keys}  # type: ignore[union-attr]
-    assert keys == {"briefs", "sentiment_daily", "sentiment_topics"}
+    assert keys == {
+        "briefs",
+        "sentiment_daily",
+        "sentiment_topics",
+        "instrument_analyses",
+        "market_summaries",
+    }

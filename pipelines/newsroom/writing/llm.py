@@ -1,0 +1,179 @@
+"""The optional LLM writer: the enricher's endpoint writes from the facts; unsound text falls back."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import httpx
+import msgspec
+
+from pipelines.newsroom.config import LlmSettings
+from pipelines.newsroom.llm import ChatCompletion
+from pipelines.newsroom.writing import numbers as fmt
+from pipelines.newsroom.writing.facts import WINDOWS, Facts, MarketFacts, Mover
+from pipelines.newsroom.writing.writer import TemplateWriter, Writer, Written
+
+log = logging.getLogger(__name__)
+
+MAX_CHARS = 2_500
+"""Longer answers are not the one or two paragraphs asked for."""
+
+SYSTEM_PROMPT = """You are a markets writer. From the JSON facts the user sends, write one or two
+short paragraphs of plain text (no markdown, no headings, no lists) for traders.
+Rules:
+- Cite only numbers that appear in the facts, copied exactly as written there (same digits,
+  same $ and % and sign). Do not compute, round, convert or add any other number, date or figure.
+- Never contradict the facts: "up" or "rose" only for a positive change, "down" or "fell" only for
+  a negative one; "overbought" only when RSI >= 70, "oversold" only when RSI <= 30.
+- Headlines may be quoted exactly as given. Say nothing the facts do not support."""
+
+_FENCE = re.compile(r"^\s*```\w*\s*|\s*```\s*$")
+_RESPONSE = msgspec.json.Decoder(ChatCompletion)
+T = TypeVar("T", Facts, MarketFacts)
+
+
+class LlmWriteError(Exception):
+    """The endpoint failed or its text did not pass the checks; the template writes instead."""
+
+
+def shown(facts: Facts) -> dict[str, object]:
+    """The facts as the model sees them: every number already formatted for people."""
+
+    def opt(value: float | None, how: Callable[[float], str]) -> str | None:
+        return None if value is None else how(value)
+
+    return {
+        "symbol": facts.symbol,
+        "name": facts.name,
+        "date": fmt.day(facts.date),
+        "close": fmt.price(facts.close),
+        "change_1_day": opt(facts.change_1d, fmt.percent),
+        "change_7_days": opt(facts.change_7d, fmt.percent),
+        "change_30_days": opt(facts.change_30d, fmt.percent),
+        "rsi_14": opt(facts.rsi, fmt.level),
+        "macd_histogram": opt(facts.macd_histogram, _macd),
+        "sma_50": opt(facts.sma_50, fmt.price),
+        "sma_200": opt(facts.sma_200, fmt.price),
+        "trend": facts.trend,
+        "trend_strength": facts.trend_strength,
+        "trend_days": facts.trend_days,
+        "aggressive_strategy_action": facts.aggressive_action,
+        "conservative_strategy_action": facts.conservative_action,
+        "briefs_today": facts.briefs_today,
+        "briefs_7_days": facts.briefs_7d,
+        "average_sentiment_today": opt(facts.sentiment_today, fmt.score),
+        "average_sentiment_7_days": opt(facts.sentiment_7d, fmt.score),
+        "sentiment_scale": "-5 (most bearish) to +5 (most bullish); do not cite the scale",
+        "top_stories": list(facts.stories),
+        "windows_in_days": list(WINDOWS),
+    }
+
+
+def _movers(movers: Sequence[Mover]) -> list[dict[str, str]]:
+    return [{"symbol": m.symbol, "change_1_day": fmt.percent(m.change_1d)} for m in movers]
+
+
+def shown_market(facts: MarketFacts) -> dict[str, object]:
+    """The market's facts as the model sees them."""
+    return {
+        "market": facts.market,
+        "date": fmt.day(facts.date),
+        "instruments": facts.instruments,
+        "advancers": facts.advancers,
+        "decliners": facts.decliners,
+        "unchanged": facts.unchanged,
+        "leaders": _movers(facts.leaders),
+        "laggards": _movers(facts.laggards),
+        "briefs": facts.briefs,
+        "average_sentiment": None if facts.sentiment is None else fmt.score(facts.sentiment),
+        "bullish_briefs": facts.bullish,
+        "bearish_briefs": facts.bearish,
+        "notable_stories": list(facts.stories),
+    }
+
+
+def _macd(value: float) -> str:
+    return "positive" if value > 0 else "negative" if value < 0 else "flat"
+
+
+class LlmWriter(Writer):
+    """Asks the model per text; a failure or a text citing a number not in its facts falls back."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        settings: LlmSettings,
+        fallback: TemplateWriter,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.fallback = fallback
+        self._transport = transport
+
+    def analyses(self, facts: Sequence[Facts]) -> list[Written]:
+        return self._write(facts, shown, fmt.unsupported, self.fallback.analyses)
+
+    def summaries(self, facts: Sequence[MarketFacts]) -> list[Written]:
+        return self._write(facts, shown_market, fmt.unsupported_market, self.fallback.summaries)
+
+    def _write(
+        self,
+        items: Sequence[T],
+        show: Callable[[T], dict[str, object]],
+        unsupported: Callable[[str, T], list[str]],
+        fallback: Callable[[Sequence[T]], list[Written]],
+    ) -> list[Written]:
+        out: list[Written] = []
+        failures = 0
+        with self._client() as client:
+            for item in items:
+                if failures < self.settings.max_consecutive_failures:
+                    try:
+                        text = self.ask(client, show(item))
+                        bad = unsupported(text, item)
+                        if bad:
+                            raise LlmWriteError(f"numbers not in the facts: {bad}")
+                        out.append(Written(text, self.name))
+                        failures = 0
+                        continue
+                    except LlmWriteError as exc:
+                        failures += 1
+                        log.warning("LLM writer failed, template used instead: %s", exc)
+                out.extend(fallback([item]))
+        return out
+
+    def ask(self, client: httpx.Client, facts: dict[str, object]) -> str:
+        try:
+            response = client.post("/chat/completions", json=self.request(facts))
+            response.raise_for_status()
+            content = _RESPONSE.decode(response.content).choices[0].message.content
+        except (httpx.HTTPError, msgspec.MsgspecError) as exc:
+            raise LlmWriteError(f"{type(exc).__name__}: {exc}") from exc
+        text = _FENCE.sub("", content or "").strip()
+        if not text or len(text) > MAX_CHARS:
+            raise LlmWriteError(f"text of {len(text)} characters")
+        return text
+
+    def request(self, facts: dict[str, object]) -> dict[str, object]:
+        return {
+            "model": self.settings.model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": json.dumps({"facts": facts}, ensure_ascii=False)},
+            ],
+        }
+
+    def _client(self) -> httpx.Client:
+        key = self.settings.api_key
+        return httpx.Client(
+            base_url=self.settings.base_url,
+            timeout=self.settings.timeout_seconds,
+            headers={"Authorization": f"Bearer {key}"} if key else {},
+            transport=self._transport,
+        )

@@ -1,0 +1,275 @@
+"""The analyses multi-asset over small hand-checkable frames: facts, rows, checks, warehouse, DuckDB."""
+
+# No `from __future__ import annotations`: Dagster reads the stub assets' annotations.
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+
+from pipelines.catalog import (
+    CURRENT_ACTIONS,
+    DAILY_PRICES,
+    INDICATOR_SNAPSHOTS,
+    INSTRUMENTS,
+    TREND_SEGMENTS,
+)
+from pipelines.catalog.newsroom import BRIEFS, INSTRUMENT_ANALYSES, MARKET_SUMMARIES
+from pipelines.newsroom import analyses
+from pipelines.newsroom.assets import build_analyses_assets
+from pipelines.newsroom.writing import numbers as fmt
+from pipelines.newsroom.writing.writer import TemplateWriter
+from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.warehouse.io_manager import WarehouseIOManager
+
+DAY = date(2025, 1, 10)
+DAY_MS = 1_736_467_200_000
+START = DAY - timedelta(days=30)
+COINS = {  # symbol: (name, close on day i of 0..30)
+    "BTC": ("Bitcoin", lambda i: 40_000 + 100 * i),
+    "ETH": ("Ethereum", lambda i: 4_000 - 10 * i),
+    "DOGE": ("Dogecoin", lambda i: 0.01 + 0.0001 * i),
+}
+BRIEF_ROWS = [  # id, day offset from DAY, title, symbols, sentiment, clout
+    ("b1", 0, "Bitcoin surges to record high", ["BTC"], 3.0, "high"),
+    ("b2", 0, "Ether slides 5% as liquidations mount", ["ETH"], -2.5, "high"),
+    ("b3", -3, "Dogecoin meme rally", ["DOGE"], 1.5, "medium"),
+    ("b4", -10, "Bitcoin old news", ["BTC"], 4.0, "high"),
+    ("b5", 0, "Quiet day", [], 0.0, "low"),
+]
+
+
+def prices(market: str) -> pl.DataFrame:
+    rows = [
+        {
+            "market": market,
+            "symbol": symbol,
+            "date": START + timedelta(days=i),
+            "timestamp": 0,
+            "open": close(i),
+            "high": close(i),
+            "low": close(i),
+            "close": float(close(i)),
+            "volume": 1.0,
+            "source": "test",
+        }
+        for symbol, (_, close) in COINS.items()
+        for i in range(31)
+    ]
+    return pl.DataFrame(rows, schema=DAILY_PRICES.schema)
+
+
+def instruments(market: str) -> pl.DataFrame:
+    rows = [(s, n) for s, (n, _) in COINS.items()] + [("NOBAR", "No bars yet")]
+    return pl.DataFrame(
+        [{"market": market, "symbol": s, "name": n, "logo": "l", "source": "t"} for s, n in rows],
+        schema=INSTRUMENTS.schema,
+    )
+
+
+def snapshots(market: str) -> pl.DataFrame:
+    rsi = {"BTC": 72.43, "ETH": 28.0, "DOGE": 55.55}
+    rows = []
+    for symbol in COINS:
+        for period, sma in ((14, None), (50, 41_000.0), (200, 45_000.0)):
+            row = {"market": market, "symbol": symbol, "period": period, "date": DAY}
+            rows.append(
+                row | {"timestamp": DAY_MS, "rsi": rsi[symbol], "sma": sma, "macd_histogram": 1.0}
+            )
+    return pl.DataFrame(rows, schema=INDICATOR_SNAPSHOTS.schema)
+
+
+def segments(market: str) -> pl.DataFrame:
+    running = {"BTC": ("up", 2.5, 30), "ETH": ("down", -1.5, 12), "DOGE": ("neutral", 0.1, 7)}
+    rows = [
+        {"market": market, "symbol": s, "segment": 0, "is_running": True, "trend": t}
+        | {"signal_strength": sig, "trend_duration_days": days}
+        for s, (t, sig, days) in running.items()
+    ]
+    return pl.DataFrame(rows, schema=TREND_SEGMENTS.schema)
+
+
+def actions(market: str) -> pl.DataFrame:
+    rows = [
+        {"market": market, "symbol": s, "strategy": st, "action": a, "message": "m", "date": DAY}
+        for s in COINS
+        for st, a in (("aggressive", "Hold"), ("conservative", "Stay"))
+    ]
+    return pl.DataFrame(rows, schema=CURRENT_ACTIONS.schema)
+
+
+def briefs(market: str) -> pl.DataFrame:
+    rows = [
+        {"market": market, "article_id": i, "timestamp": DAY_MS + offset * 86_400_000}
+        | {"date": DAY + timedelta(days=offset), "title": title, "symbols": symbols}
+        | {"sentiment": sentiment, "clout": clout, "body": title, "topic": "price"}
+        | {"enricher": "lexicon", "feed": "f"}
+        for i, offset, title, symbols, sentiment, clout in BRIEF_ROWS
+    ]
+    return pl.DataFrame(rows, schema=BRIEFS.schema)
+
+
+def stub(name: str, make):  # type: ignore[no-untyped-def]
+    @dg.asset(name=name, partitions_def=MARKET_PARTITIONS, io_manager_key="inputs")
+    def _stub(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        return make(context.partition_key)
+
+    return _stub
+
+
+STUBS = [
+    stub("daily_prices", prices),
+    stub("instruments", instruments),
+    stub("indicator_snapshots", snapshots),
+    stub("trend_segments", segments),
+    stub("current_actions", actions),
+    stub("briefs", briefs),
+]
+
+
+def materialize(market: str, io_manager: object) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [*STUBS, build_analyses_assets()],
+        partition_key=market,
+        resources={
+            "io_manager": io_manager,
+            "inputs": dg.mem_io_manager,
+            "newsroom_writer": TemplateWriter(),
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def result() -> dg.ExecuteInProcessResult:
+    return materialize("crypto", dg.mem_io_manager)
+
+
+def test_facts_are_gathered_from_the_latest_bar_of_each_table() -> None:
+    facts = {
+        f.symbol: f
+        for f in analyses.gather_facts(
+            "crypto", prices("crypto"), instruments("crypto"), snapshots("crypto"),
+            segments("crypto"), actions("crypto"), briefs("crypto"),
+        )
+    }  # fmt: skip
+    btc = facts["BTC"]
+    assert set(facts) == {"BTC", "DOGE", "ETH"}  # NOBAR has no price bar
+    assert (btc.date, btc.close) == ("2025-01-10", 43_000.0)
+    assert btc.change_1d == pytest.approx(100 / 42_900 * 100)
+    assert btc.change_7d == pytest.approx(700 / 42_300 * 100)
+    assert btc.change_30d == pytest.approx(7.5)
+    assert (btc.rsi, btc.sma_50, btc.sma_200) == (72.43, 41_000.0, 45_000.0)
+    assert (btc.trend, btc.trend_strength, btc.trend_days) == ("up", "strong", 30)
+    assert (facts["ETH"].trend_strength, facts["DOGE"].trend_strength) == ("moderate", None)
+    assert (btc.aggressive_action, btc.conservative_action) == ("Hold", "Stay")
+    assert (btc.briefs_today, btc.briefs_7d, btc.sentiment_7d) == (1, 1, 3.0)  # b4 is 10 days old
+    assert btc.stories == ("Bitcoin surges to record high",)
+    assert (facts["DOGE"].briefs_today, facts["DOGE"].briefs_7d) == (0, 1)
+
+
+def test_the_market_facts_count_breadth_movers_and_the_days_briefs() -> None:
+    frames = [prices, instruments, snapshots, segments, actions, briefs]
+    facts = analyses.gather_facts("crypto", *(make("crypto") for make in frames))
+    market = analyses.gather_market_facts("crypto", facts, briefs("crypto"))
+    assert market is not None
+    assert (market.instruments, market.advancers, market.decliners) == (3, 2, 1)
+    assert [m.symbol for m in market.leaders] == ["DOGE", "BTC"]
+    assert [m.symbol for m in market.laggards] == ["ETH"]
+    assert (market.briefs, market.bullish, market.bearish) == (3, 1, 1)
+    assert market.sentiment == pytest.approx(0.5 / 3)
+    assert market.stories[:2] == (
+        "Bitcoin surges to record high",
+        "Ether slides 5% as liquidations mount",
+    )
+
+
+def test_materialize_writes_one_analysis_per_priced_instrument_and_a_summary(
+    result: dg.ExecuteInProcessResult,
+) -> None:
+    assert result.success
+    table = result.output_for_node("newsroom_analyses", INSTRUMENT_ANALYSES.name)
+    summaries = result.output_for_node("newsroom_analyses", MARKET_SUMMARIES.name)
+    assert table.schema == INSTRUMENT_ANALYSES.schema
+    assert summaries.schema == MARKET_SUMMARIES.schema
+    assert table["symbol"].to_list() == ["BTC", "DOGE", "ETH"]
+    assert set(table["date"]) == {DAY}
+    assert set(table["timestamp"]) == {DAY_MS}
+    assert set(table["writer"]) == {"template"}
+    assert summaries.rows() == [("crypto", DAY, DAY_MS, summaries["summary"][0], "template")]
+
+
+def test_every_number_an_analysis_cites_matches_the_warehouse(
+    result: dg.ExecuteInProcessResult,
+) -> None:
+    # An oracle independent of the facts code: each coin's numbers computed by hand from the frames.
+    windows = {"7", "14", "30", "50", "200"}
+    expected = {
+        "BTC": {"43000", "0.2", "+0.2", "1.7", "+1.7", "7.5", "+7.5", "72.4", "41000", "45000", "1", "+3"},
+        "ETH": {"3700", "0.3", "-0.3", "1.9", "-1.9", "7.5", "-7.5", "28", "41000", "45000", "12", "1", "-2.5"},
+        "DOGE": {"0.013", "0.8", "+0.8", "5.7", "+5.7", "30", "+30", "55.5", "55.6", "41000", "45000", "0", "1", "+1.5"},
+    }  # fmt: skip
+    table = result.output_for_node("newsroom_analyses", INSTRUMENT_ANALYSES.name)
+    for symbol, text in table.select("symbol", "analysis").rows():
+        numbers = fmt.cited(
+            text, [*(r[2] for r in BRIEF_ROWS), COINS[symbol][0], symbol, "10 January 2025"]
+        )
+        assert numbers, symbol
+        assert set(numbers) <= expected[symbol] | windows, (symbol, text)
+    by_symbol = dict(table.select("symbol", "analysis").rows())
+    assert "$43,000.00" in by_symbol["BTC"]
+    assert "$0.013" in by_symbol["DOGE"]
+    assert "overbought" in by_symbol["BTC"]
+    assert "oversold" in by_symbol["ETH"]
+
+
+def test_every_check_passes_on_clean_input(result: dg.ExecuteInProcessResult) -> None:
+    evaluations = result.get_asset_check_evaluations()
+    assert {(e.asset_key.to_user_string(), e.check_name) for e in evaluations} == {
+        ("instrument_analyses", "analysis_for_every_instrument"),
+        ("instrument_analyses", "numbers_match_facts"),
+        ("market_summaries", "summary_for_latest_day"),
+        ("market_summaries", "numbers_match_facts"),
+    }
+    assert all(e.passed for e in evaluations)
+
+
+def test_the_number_check_reports_an_analysis_citing_a_number_not_in_its_facts() -> None:
+    frames = [prices, instruments, snapshots, segments, actions, briefs]
+    facts = analyses.gather_facts("crypto", *(make("crypto") for make in frames))
+    written = TemplateWriter().analyses(facts)
+    table = analyses.analyses_table("crypto", facts, written)
+    assert analyses.unsupported_numbers(table, facts).is_empty()
+    tampered = table.with_columns(
+        pl.col("analysis").str.replace("$43,000.00", "$43,500.00", literal=True)
+    )
+    offending = analyses.unsupported_numbers(tampered, facts)
+    assert offending.rows() == [("BTC", "2025-01-10", "43500")]
+
+
+def test_other_markets_get_empty_tables_and_passing_checks() -> None:
+    result = materialize("forex", dg.mem_io_manager)
+    assert result.success
+    assert result.output_for_node("newsroom_analyses", INSTRUMENT_ANALYSES.name).is_empty()
+    assert result.output_for_node("newsroom_analyses", MARKET_SUMMARIES.name).is_empty()
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+
+
+def test_the_tables_land_in_the_warehouse_and_are_visible_in_duckdb(tmp_path: Path) -> None:
+    io_manager = WarehouseIOManager(
+        warehouse_dir=str(tmp_path / "warehouse"), duckdb_path=str(tmp_path / "warehouse.duckdb")
+    )
+    assert materialize("crypto", io_manager).success
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        newest = con.execute(
+            "SELECT symbol, timestamp, writer FROM instrument_analyses WHERE market = 'crypto' "
+            "AND upper(symbol) = 'BTC' ORDER BY timestamp DESC LIMIT 1"
+        ).fetchall()
+        summary = con.execute(
+            "SELECT date, timestamp, length(summary) > 0 FROM market_summaries "
+            "WHERE market = 'crypto' ORDER BY timestamp DESC LIMIT 1"
+        ).fetchall()
+    assert newest == [("BTC", DAY_MS, "template")]
+    assert summary == [(DAY, DAY_MS, True)]
