@@ -16,6 +16,7 @@ from pipelines.settings import PipelineSettings, load_settings
 from pipelines.simulator.definitions import build_defs as simulator_defs
 from pipelines.trends.definitions import build_defs as trends_defs
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
+from pipelines.webhooks.definitions import build_defs as webhooks_defs
 
 DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     embedded_market_defs,
@@ -25,6 +26,7 @@ DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     indicators_defs,
     trends_defs,
     simulator_defs,
+    webhooks_defs,
 )
 """Each domain's `build_defs`; adding a domain is one import and one entry here."""
 

@@ -8,5 +8,6 @@ from mi.commands.keys import keys
 from mi.commands.pipeline import materialize
 from mi.commands.serve import serve
 from mi.commands.warehouse import sql
+from mi.commands.webhooks import webhooks
 
-ALL: list[click.Command] = [materialize, serve, sql, keys]
+ALL: list[click.Command] = [materialize, serve, sql, keys, webhooks]

@@ -195,7 +195,7 @@ def decode(body: bytes) -> Envelope[Any]:
     return msgspec.json.decode(body, type=Envelope[payload_type(event_type)])  # type: ignore[misc]
 
 
-def test_event(subscription_id: str, customer: str, now: float) -> Event:
+def make_test_event(subscription_id: str, customer: str, now: float) -> Event:
     """A `webhook.test` event for one subscription, unique per call (its id includes `now`)."""
     stamp = datetime.fromtimestamp(now, UTC).isoformat()
     data = WebhookTest(

@@ -56,6 +56,12 @@ def test_definitions_load_with_the_expected_asset_graph(defs: dg.Definitions) ->
     assert keys == EXPECTED_ASSETS
 
 
+def test_the_webhooks_domain_adds_its_sensors_and_delivery_job(defs: dg.Definitions) -> None:
+    sensors = {s.name for s in defs.get_repository_def().sensor_defs}
+    assert {"webhook_events", "webhook_delivery_sensor"} <= sensors
+    assert defs.resolve_job_def("webhook_delivery").executor_def.name == "in_process"
+
+
 def test_every_stored_asset_is_a_catalog_table_partitioned_by_market(
     defs: dg.Definitions,
 ) -> None:
