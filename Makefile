@@ -58,8 +58,8 @@ fmt: install ## apply ruff's fixes and formatting
 test: lint typecheck ## lint, type-check and run the whole test suite
 	$(BIN)/pytest -n 2
 
-bench: install ## run the benchmarks and print their table
-	$(BIN)/python -m benchmarks
+bench: install ## run the benchmarks, print their table, write data/bench/*.json (BENCH_ARGS="--only api")
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean: ## remove the environment and every generated file under data/
 	rm -rf .venv $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

@@ -16,7 +16,7 @@ from litestar.plugins import InitPluginProtocol
 from api.dependencies import constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
-from api.metering.plugin import MeteringPlugin
+from api.metering.plugin import MeteringPlugin, metering_enabled
 from api.routes import V2_CONTROLLERS
 from api.routes.system import SystemController
 from api.settings import ApiSettings, load_settings
@@ -95,5 +95,7 @@ def asgi_app() -> Litestar:
     """The app factory ASGI servers call in each worker process: settings come from its environment."""
     env = os.environ
     settings = load_settings(env)
+    if not metering_enabled(env):  # MI_METERING_URL=off: no auth, no metering (benchmark baseline)
+        return create_app(settings)
     metering = MeteringPlugin.from_env(env, settings.data_dir)
     return create_app(settings, plugins=[metering], health_checks=[metering.health_check])

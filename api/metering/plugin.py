@@ -18,6 +18,13 @@ from api.metering.model import MeteringUnavailableError
 from api.metering.store import MeteringStore, open_store, store_url_from_env
 from api.schemas import Check
 
+METERING_OFF = "off"
+"""`MI_METERING_URL=off`: serve without the metering plugin (benchmarks' metering-off baseline)."""
+
+
+def metering_enabled(env: Mapping[str, str]) -> bool:
+    return env.get("MI_METERING_URL") != METERING_OFF
+
 
 class MeteringPlugin(InitPluginProtocol):
     """Wraps every route with `MeteringMiddleware` and closes the store on shutdown."""

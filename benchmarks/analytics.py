@@ -1,0 +1,171 @@
+"""The analytics section: the indicator layer vs a per-symbol TA-Lib loop, and the whole layer.
+
+Each measurement runs in its own process (`python -m benchmarks.analytics <job> ...`, one JSON line
+on stdout), so peak memory (`ru_maxrss`) is the job's own and runs do not warm each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchmarks.figures import Figure, Goal
+
+PERIOD = 30
+"""The one period both sides of the indicator ratio compute (the API's default)."""
+
+RATIO_GOAL = Goal("ratio", "<=", 2.0)
+LAYER_SECONDS_GOAL = Goal("project", "<", 60.0)
+LAYER_MEMORY_GOAL = Goal("project", "<", 2048.0)
+JOB_TIMEOUT = 600
+
+
+def scaled_markets(symbols: int, days: int) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
+    """One market of `symbols` random walks x `days`: (market, bars, instruments)."""
+    from pipelines.indicators.bench import random_walk_bars
+
+    bars = random_walk_bars(symbols, days).with_columns(
+        market=pl.lit("crypto"),
+        timestamp=pl.col("date").cast(pl.Datetime("ms")).cast(pl.Int64),
+    )
+    instruments = pl.DataFrame({"symbol": bars["symbol"].unique(), "name": "n"})
+    yield "crypto", bars, instruments
+
+
+def embedded_markets(warehouse: Path) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
+    """Every market of a materialized warehouse, from the files its manifest serves."""
+    tables = json.loads((warehouse / "_manifest.json").read_text())["tables"]
+    for market, entry in sorted(tables["daily_prices"].items()):
+        bars = pl.read_parquet(warehouse / entry["path"]).sort("symbol", "date")
+        instruments = pl.read_parquet(warehouse / tables["instruments"][market]["path"])
+        yield market, bars, instruments
+
+
+def _seconds(run: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def ratio_job(
+    markets: list[tuple[str, pl.DataFrame, pl.DataFrame]], repeats: int
+) -> dict[str, Any]:
+    """Median seconds of the indicator layer and of the TA-Lib loop, summed over the markets."""
+    from pipelines.indicators.bench import talib_loop
+    from pipelines.indicators.panel import indicators_frame
+
+    first = markets[0][1].filter(pl.col("symbol") == markets[0][1]["symbol"][0])
+    indicators_frame(first, PERIOD), talib_loop(first, PERIOD)  # imports and first-call costs
+    ours = sum(_seconds(partial(indicators_frame, b, PERIOD), repeats) for _, b, _ in markets)
+    theirs = sum(_seconds(partial(talib_loop, b, PERIOD), repeats) for _, b, _ in markets)
+    return {"indicator_layer_s": ours, "talib_loop_s": theirs, "period": PERIOD}
+
+
+def layer_job(markets: list[tuple[str, pl.DataFrame, pl.DataFrame]]) -> dict[str, Any]:
+    """indicator_snapshots (all periods) + trend tables + simulator per market, as the pipeline does."""
+    from pipelines.indicators.assets import snapshots
+    from pipelines.simulator.assets import SimulatorConfig, simulator_tables
+    from pipelines.trends.assets import trend_tables
+
+    steps = {"indicator_snapshots_s": 0.0, "trends_s": 0.0, "simulator_s": 0.0}
+    rows = 0
+    for market, bars, instruments in markets:
+        start = time.perf_counter()
+        rows += snapshots(bars, market).height
+        steps["indicator_snapshots_s"] += time.perf_counter() - start
+        start = time.perf_counter()
+        _, segments = trend_tables(bars, market, datetime.now(UTC))
+        steps["trends_s"] += time.perf_counter() - start
+        start = time.perf_counter()
+        simulator_tables(bars, instruments, segments, market, SimulatorConfig())
+        steps["simulator_s"] += time.perf_counter() - start
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return {
+        **steps,
+        "total_s": sum(steps.values()),
+        "peak_rss_mib": peak_mib,
+        "snapshot_rows": rows,
+    }
+
+
+def run_job(job: str, data: list[str], repeats: int = 3) -> dict[str, Any]:
+    """`job` (ratio|layer) on `data` (["scaled", symbols, days] or ["embedded", warehouse]) in a child."""
+    command = [sys.executable, "-m", "benchmarks.analytics", job, "--repeats", str(repeats), *data]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _figures(label: str, data: list[str], repeats: int, goals: bool) -> list[Figure]:
+    """The ratio (always against its goal); time and memory against theirs when `goals`."""
+    ratio = run_job("ratio", data, repeats)
+    print(f"    {label}: indicator layer {ratio['indicator_layer_s']:.3f} s, "
+          f"TA-Lib loop {ratio['talib_loop_s']:.3f} s", flush=True)  # fmt: skip
+    layer = run_job("layer", data)
+    seconds_goal, memory_goal = (LAYER_SECONDS_GOAL, LAYER_MEMORY_GOAL) if goals else (None, None)
+    print(f"    {label}: whole layer {layer['total_s']:.2f} s, peak {layer['peak_rss_mib']:.0f} MiB",
+          flush=True)  # fmt: skip
+    return [
+        Figure(
+            "analytics",
+            f"indicator layer, period {PERIOD}, {label}",
+            "s",
+            ratio["indicator_layer_s"],
+            ratio["talib_loop_s"],
+            "TA-Lib loop",
+            RATIO_GOAL,
+            ratio,
+        ),
+        Figure("analytics", f"whole layer, {label}", "s", layer["total_s"], None, "", seconds_goal, layer),
+        Figure("analytics", f"whole layer peak RSS, {label}", "MiB", layer["peak_rss_mib"], None, "", memory_goal),
+    ]  # fmt: skip
+
+
+def analytics_section(
+    warehouse: Path | None, symbols: int, days: int, repeats: int
+) -> list[Figure]:
+    """The embedded market (when a materialized warehouse is given) and the scaled universe."""
+    figures: list[Figure] = []
+    if warehouse is not None:
+        figures += _figures("embedded market", ["embedded", str(warehouse)], repeats, goals=False)
+    scaled = ["scaled", str(symbols), str(days)]
+    # The time and memory goals are stated for 1,000 x 1,600: smaller runs only report theirs.
+    goals = symbols >= 1000 and days >= 1600
+    figures += _figures(f"{symbols:,} x {days:,}", scaled, repeats, goals=goals)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("job", choices=["ratio", "layer"])
+    parser.add_argument("kind", choices=["scaled", "embedded"])
+    parser.add_argument("args", nargs="+")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.kind == "scaled":
+        markets = list(scaled_markets(int(args.args[0]), int(args.args[1])))
+    else:
+        markets = list(embedded_markets(Path(args.args[0])))
+    result = ratio_job(markets, args.repeats) if args.job == "ratio" else layer_job(markets)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

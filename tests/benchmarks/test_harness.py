@@ -1,0 +1,103 @@
+"""The benchmark harness at tiny sizes: it must keep running (nothing here checks a speed)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from api.app import asgi_app
+from benchmarks.__main__ import parse_args
+from benchmarks.analytics import run_job
+from benchmarks.bare_app import PRICE_BODY_ENV, create_app
+from benchmarks.figures import Figure, Goal, table, write_json
+from benchmarks.load import parse_wrk, run_load
+from benchmarks.servers import bare_command, free_port, serving
+
+LIST_SYMBOLS = "/api/v2/crypto/instruments/list-symbols"
+
+
+@pytest.mark.parametrize(
+    ("project", "anchor", "goal", "passed"),
+    [
+        (80.0, 100.0, Goal("ratio", ">=", 0.7), True),
+        (60.0, 100.0, Goal("ratio", ">=", 0.7), False),
+        (3.0, 2.0, Goal("ratio", "<=", 2.0), True),
+        (9.0, None, Goal("project", "<", 10.0), True),
+        (None, 100.0, Goal("ratio", ">=", 0.7), None),
+    ],
+)
+def test_a_figure_passes_when_its_goal_holds(
+    project: float | None, anchor: float | None, goal: Goal, passed: bool | None
+) -> None:
+    assert Figure("s", "f", "u", project, anchor, goal=goal).passed is passed
+
+
+def test_the_table_and_json_carry_project_anchor_and_ratio(tmp_path: Path) -> None:
+    figures = [
+        Figure("api", "route rate", "req/s", 800.0, 1000.0, "bare", Goal("ratio", ">=", 0.7))
+    ]
+    assert "0.80" in table(figures).splitlines()[2]
+    write_json(tmp_path / "run.json", figures, {"workers": 1})
+    row = json.loads((tmp_path / "run.json").read_text())["figures"][0]
+    assert (row["project"], row["anchor"], row["ratio"], row["pass"]) == (800.0, 1000.0, 0.8, True)
+
+
+def test_wrk_output_is_read_from_the_scripts_json_line() -> None:
+    line = (
+        'BENCH_JSON {"requests": 500, "duration_us": 2000000, "bytes": 9, "non2xx": 0, '
+        '"socket_errors": 0, "p50_us": 400, "p90_us": 700, "p99_us": 1500, "max_us": 3000, '
+        '"mean_us": 450.0}'
+    )
+    result = parse_wrk("Running 2s test\n" + line + "\n")
+    assert (result.rps, result.p99_ms, result.clean) == (250.0, 1.5, True)
+
+
+def test_only_names_known_sections() -> None:
+    assert parse_args(["--only", "api,metering"]).sections == ["api", "metering"]
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "apii"])
+
+
+def test_the_bare_app_serves_the_given_price_body(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "body.json").write_bytes(b'{"price_history":[]}')
+    monkeypatch.setenv(PRICE_BODY_ENV, str(tmp_path / "body.json"))
+    with TestClient(create_app()) as client:
+        assert client.get("/prices").content == b'{"price_history":[]}'
+        assert client.get("/small").json()["success"] is True
+
+
+@pytest.mark.parametrize(("url", "status"), [("off", 503), (None, 401)])
+def test_metering_off_serves_without_a_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str | None, status: int
+) -> None:
+    """No warehouse: with metering off a keyless request reaches the route (503), else 401."""
+    monkeypatch.setenv("MI_DATA_DIR", str(tmp_path))
+    if url is None:
+        monkeypatch.delenv("MI_METERING_URL", raising=False)
+    else:
+        monkeypatch.setenv("MI_METERING_URL", url)
+    with TestClient(asgi_app()) as client:
+        assert client.get(LIST_SYMBOLS).status_code == status
+
+
+@pytest.mark.parametrize("job", ["ratio", "layer"])
+def test_analytics_jobs_report_their_figures(job: str) -> None:
+    result = run_job(job, ["scaled", "3", "120"], repeats=1)
+    expected = (
+        {"indicator_layer_s", "talib_loop_s"} if job == "ratio" else {"total_s", "peak_rss_mib"}
+    )
+    assert expected <= result.keys()
+
+
+def test_the_bare_app_starts_under_the_production_server_and_takes_load(tmp_path: Path) -> None:
+    port = free_port()
+    command = bare_command(port, 1, "granian")
+    with serving(command, dict(os.environ), port, "/small", tmp_path / "log") as server:
+        result = run_load(server.base, ["/small"], {}, connections=2, seconds=0.5, tool="python")
+    assert result.clean
