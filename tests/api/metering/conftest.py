@@ -23,6 +23,8 @@ import redis
 from api.metering.config import MeteringConfig, load_config
 from api.metering.model import Account, LedgerEntry
 from api.metering.store import MeteringStore, open_store
+from pipelines.catalog import Manifest, PartitionFile, write_manifest
+from tests.api.conftest import price_frame
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -287,3 +289,13 @@ def open_charges(entries: Sequence[LedgerEntry]) -> Iterator[int]:
         elif entry.kind in ("credit", "settle"):
             open_now -= 1
         yield open_now
+
+
+def publish_prices(warehouse: Path) -> None:
+    """A warehouse with only daily prices: enough for the routes to parse and answer."""
+    relative = "daily_prices/crypto-1.parquet"
+    (warehouse / "daily_prices").mkdir(parents=True)
+    price_frame([float(day) for day in range(1, 100)]).write_parquet(warehouse / relative)
+    stamp = datetime.now(UTC).isoformat()
+    entry = PartitionFile(path=relative, rows=99, written_at=stamp)
+    write_manifest(warehouse, Manifest(version=1, updated_at=stamp, tables={"daily_prices": {"crypto": entry}}))  # fmt: skip

@@ -15,8 +15,6 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx
 import pytest
@@ -26,8 +24,6 @@ from api.metering.config import load_config
 from api.metering.model import Account
 from api.metering.store import MeteringStore, open_store
 from api.settings import ApiSettings
-from pipelines.catalog import Manifest, PartitionFile, write_manifest
-from tests.api.conftest import price_frame
 
 from .conftest import (
     BAD_STRATEGY,
@@ -39,6 +35,7 @@ from .conftest import (
     mi_keys_create,
     mi_serve,
     open_charges,
+    publish_prices,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -53,16 +50,6 @@ class Served:
     env: dict[str, str]
     url: str
     """The metering store URL the server and `mi keys` use."""
-
-
-def publish_prices(warehouse: Path) -> None:
-    """A warehouse with only daily prices: enough for the routes to parse and answer."""
-    relative = "daily_prices/crypto-1.parquet"
-    (warehouse / "daily_prices").mkdir(parents=True)
-    price_frame([float(day) for day in range(1, 100)]).write_parquet(warehouse / relative)
-    stamp = datetime.now(UTC).isoformat()
-    entry = PartitionFile(path=relative, rows=99, written_at=stamp)
-    write_manifest(warehouse, Manifest(version=1, updated_at=stamp, tables={"daily_prices": {"crypto": entry}}))  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=["sqlite", "redis"])

@@ -1,0 +1,260 @@
+"""Faults under load through the real server: a worker killed, the Redis store stopped and restarted.
+
+The invariant asserted in both: a charge is either recorded together with its settlement and its
+response carries the x-tokens-cost the ledger keeps, or its request was not served. Precisely:
+- no response of a metered route with a valid key lacks the balance headers, except the fail-closed
+  503 of an unreachable store, which serves nothing;
+- for every (operation, status) the ledger holds at least as many settlements as responses were
+  received, and the charges beyond the received responses (C - R) are at most the requests that got
+  no response (a transport error, or the store's 503 when it executed a charge whose reply was lost);
+- sum of the ledger = sum of x-tokens-cost received + the tokens of those C - R charges (each at most
+  the largest up-front cost, 16 here).
+Keys are `internal` (metered, no rate, connection or budget limit), so the load is not throttled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import cycle
+from pathlib import Path
+
+import httpx
+import pytest
+
+from api.metering.config import load_config
+from api.metering.model import LedgerEntry
+from api.metering.store import open_store
+
+from .conftest import (
+    BAD_STRATEGY,
+    BALANCE_HEADERS,
+    NOT_MATERIALIZED,
+    PING,
+    mi_serve,
+    private_redis,
+    publish_prices,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+PATHS = [PING, BAD_STRATEGY.format(years=1), BAD_STRATEGY.format(years=5), NOT_MATERIALIZED]
+OPERATION = {PATHS[0]: "ping", PATHS[1]: "get-backtest-history", PATHS[2]: "get-backtest-history",
+             PATHS[3]: "get-indicators"}  # fmt: skip
+NET = {(PATHS[0], 200): 1, (PATHS[1], 400): 8, (PATHS[2], 400): 16, (PATHS[3], 503): 1}
+UP_FRONT = {PATHS[0]: 1, PATHS[1]: 8, PATHS[2]: 16, PATHS[3]: 8}
+MAX_COST = max(UP_FRONT.values())
+UNAVAILABLE = {"error": "token accounting is temporarily unavailable; retry later"}
+
+
+@dataclass
+class Outcome:
+    path: str
+    phase: str
+    response: httpx.Response | None  # None: a transport error (no response)
+
+    @property
+    def metered(self) -> bool:
+        """A response that went through admission (anything but the store's fail-closed 503)."""
+        return self.response is not None and "x-tokens-cost" in self.response.headers
+
+    @property
+    def status(self) -> int:
+        assert self.response is not None
+        return self.response.status_code
+
+    @property
+    def cost(self) -> int:
+        assert self.response is not None
+        return int(self.response.headers["x-tokens-cost"])
+
+
+class Load:
+    """`clients` concurrent loops of GETs on one key, until `stop()`; every outcome is kept."""
+
+    def __init__(self, base: str, key: str, clients: int = 16) -> None:
+        self.base, self.key, self.clients = base, key, clients
+        self.outcomes: list[Outcome] = []
+        self.phase = "before"
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._http: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> Load:
+        limits = httpx.Limits(max_connections=self.clients)
+        self._http = httpx.AsyncClient(base_url=self.base, limits=limits, timeout=30)
+        self._tasks = [asyncio.create_task(self._loop(index)) for index in range(self.clients)]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self._stopping.set()
+        await asyncio.gather(*self._tasks)
+        assert self._http is not None
+        await self._http.aclose()
+
+    async def _loop(self, index: int) -> None:
+        assert self._http is not None
+        headers = {"Authorization": f"Bearer {self.key}"}
+        paths = cycle(PATHS[index % len(PATHS) :] + PATHS[: index % len(PATHS)])
+        while not self._stopping.is_set():
+            path, phase = next(paths), self.phase
+            try:
+                response = await self._http.get(path, headers=headers)
+            except httpx.TransportError:
+                self.outcomes.append(Outcome(path, phase, None))
+                await asyncio.sleep(0.01)
+                continue
+            self.outcomes.append(Outcome(path, phase, response))
+
+    async def until(self, done: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert time.monotonic() < deadline, Counter(self.statuses())
+            await asyncio.sleep(0.02)
+
+    def count(self, phase: str | None = None, status: int | None = None) -> int:
+        return sum(
+            1
+            for outcome in self.outcomes
+            if (phase is None or outcome.phase == phase)
+            and (status is None or (outcome.response and outcome.response.status_code == status))
+        )
+
+    def statuses(self) -> list[int | None]:
+        return [o.response.status_code if o.response else None for o in self.outcomes]
+
+
+def assert_ledger_matches(
+    outcomes: list[Outcome], entries: list[LedgerEntry], unanswered: int, *, settle_ok: bool
+) -> None:
+    """The module's invariant; `unanswered`: requests that may have been charged but not served.
+
+    `settle_ok`: the store never failed at settle, so every received response's settlement is in
+    the ledger (with Redis down a settle can fail: that response goes out charged in full).
+    """
+    received = [outcome for outcome in outcomes if outcome.metered]
+    charges = sum(entry.kind == "charge" for entry in entries)
+    if settle_ok:
+        settles = Counter((e.route, e.status) for e in entries if e.kind in ("credit", "settle"))
+        answered = Counter((OPERATION[o.path], o.status) for o in received)
+        for pair, count in answered.items():
+            assert settles[pair] >= count, (pair, settles[pair], count)
+    extra = charges - len(received)
+    assert 0 <= extra <= unanswered, (charges, len(received), unanswered)
+    difference = sum(entry.tokens for entry in entries) - sum(o.cost for o in received)
+    assert 0 <= difference <= MAX_COST * extra, (difference, extra)
+
+
+async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(tmp_path: Path) -> None:
+    """SQLite; 16 clients load two workers; after 300 responses one worker gets SIGKILL.
+
+    granian (as `mi serve` starts it) does not respawn a dead worker: it stops the whole server, so
+    the load then meets refused connections. Afterwards the SQLite file passes its integrity check,
+    the invariant above holds with `unanswered` = transport errors, and a restarted server on the
+    same file meters the next request exactly.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MI_METERING_")}
+    env["MI_DATA_DIR"] = str(tmp_path / "data")
+    publish_prices(tmp_path / "data" / "warehouse")
+    url = f"sqlite://{tmp_path / 'data' / 'metering.sqlite3'}"
+    store = open_store(url, load_config())
+    try:
+        key = await store.create_key("internal", "faults")
+        account = await store.authenticate(key)
+        assert account is not None
+        with mi_serve(env, tmp_path / "serve.log") as server:
+            async with Load(server.base, key) as load:
+                await load.until(lambda: len(load.outcomes) >= 300, timeout=30)
+                os.kill(server.workers[0], signal.SIGKILL)
+                load.phase = "after"
+                await load.until(lambda: load.count("after") >= 200, timeout=30)
+        for outcome in load.outcomes:
+            if outcome.response is not None:  # no metering 503 on SQLite: every answer is metered
+                assert outcome.metered, outcome.response.text
+                assert outcome.cost == NET[outcome.path, outcome.response.status_code]
+        failed = sum(outcome.response is None for outcome in load.outcomes)
+        entries = await store.ledger(account.key_id)
+        assert_ledger_matches(load.outcomes, entries, unanswered=failed, settle_ok=True)
+        with sqlite3.connect(tmp_path / "data" / "metering.sqlite3") as check:
+            assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+        with mi_serve(env, tmp_path / "serve.log") as server:
+            response = httpx.get(f"{server.base}{PING}", headers={"Authorization": f"Bearer {key}"})
+        assert response.status_code == 200
+        assert response.headers["x-tokens-cost"] == "1"
+        after = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in after[len(entries) :]] == [("charge", 1), ("settle", 0)]
+    finally:
+        await store.close()
+
+
+async def test_redis_stopped_and_restarted_under_load_fails_closed_and_resumes(
+    tmp_path: Path,
+) -> None:
+    """A private redis-server (append-only file, fsync always: a restart keeps keys and ledger).
+
+    16 clients load two workers; after 200 responses Redis gets SHUTDOWN NOSAVE. While it is down,
+    metered requests answer the store's 503 with Retry-After 5 and no balance headers (nothing is
+    served free: no 2xx/4xx without x-tokens-cost). Requests admitted before the stop whose settle
+    failed go out charged in full, with that full cost in x-tokens-cost. Redis restarts on the same
+    port and directory; service resumes on the same key, and the ledger matches the invariant.
+    """
+    with private_redis(tmp_path / "redis") as redis_server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MI_METERING_")}
+        env["MI_DATA_DIR"] = str(tmp_path / "data")
+        env["MI_METERING_URL"] = redis_server.url
+        publish_prices(tmp_path / "data" / "warehouse")
+        store = open_store(redis_server.url, load_config())
+        try:
+            key = await store.create_key("internal", "faults")
+            account = await store.authenticate(key)
+            assert account is not None
+            with mi_serve(env, tmp_path / "serve.log") as server:
+                async with Load(server.base, key) as load:
+                    await load.until(lambda: len(load.outcomes) >= 200, timeout=30)
+                    load.phase = "stopping"
+                    await asyncio.to_thread(redis_server.shutdown)
+                    load.phase = "down"
+                    await load.until(lambda: load.count("down", 503) >= 100, timeout=30)
+                    load.phase = "restarting"
+                    await asyncio.to_thread(redis_server.start)
+                    load.phase = "up"
+                    await load.until(lambda: load.count("up", 200) >= 50, timeout=30)
+                    up_from = len(load.outcomes)
+                    await load.until(lambda: len(load.outcomes) >= up_from + 50, timeout=30)
+            outcomes = load.outcomes
+            assert all(outcome.response is not None for outcome in outcomes)  # the server stays up
+            unavailable = 0
+            for outcome in outcomes:
+                assert outcome.response is not None
+                if not outcome.metered:
+                    unavailable += 1
+                    assert outcome.response.status_code == 503
+                    assert outcome.response.json() == UNAVAILABLE
+                    assert outcome.response.headers["retry-after"] == "5"
+                    assert not any(name in outcome.response.headers for name in BALANCE_HEADERS)
+                    continue
+                expected = {NET[outcome.path, outcome.response.status_code]}
+                if outcome.phase != "before":
+                    expected.add(UP_FRONT[outcome.path])  # admitted, then the settle failed
+                assert outcome.cost in expected, (outcome.phase, outcome.path, outcome.cost)
+            down = [o for o in outcomes if o.phase == "down"]
+            assert sum(not o.metered for o in down) >= 100
+            # Service resumed: the last 50 answers are all metered at their net cost. (Right after
+            # the restart a pooled connection that sat idle through the outage fails once: 503.)
+            tail = outcomes[-50:]
+            assert all(o.metered and o.cost == NET[o.path, o.status] for o in tail)
+            await store.close()
+            store = open_store(
+                redis_server.url, load_config()
+            )  # its idle connection died with Redis
+            entries = await store.ledger(account.key_id)
+            assert_ledger_matches(outcomes, entries, unanswered=unavailable, settle_ok=False)
+        finally:
+            await store.close()
