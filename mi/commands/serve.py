@@ -23,6 +23,8 @@ def _granian(host: str, port: int, workers: int) -> None:
         interface=Interfaces.ASGI,
         workers=workers,
         factory=True,
+        # A worker that dies (OOM, SIGKILL) is replaced instead of leaving the port unserved.
+        respawn_failed_workers=True,
     ).serve()
 
 

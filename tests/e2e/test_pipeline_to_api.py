@@ -180,6 +180,12 @@ def test_every_crypto_route_serves_the_spec_fields(client: TestClient[Any]) -> N
     assert [t["date"] for t in trends] == sorted((t["date"] for t in trends), reverse=True)
     legacy = get(client, "/api/v2/market/trends/BTC")["Success"]
     assert legacy["coin"] == "BTC"
+    analysis = get(client, f"{base}/newsroom/get-instrument-analysis/BTC")
+    assert analysis["date"] == END_DATE
+    assert "Bitcoin" in analysis["analysis"] or "BTC" in analysis["analysis"]
+    summary = get(client, f"{base}/newsroom/get-market-summary")
+    assert summary["date"] == END_DATE
+    assert summary["summary"]
 
 
 def test_sentiment_history_counts_the_briefs_of_each_day(

@@ -154,8 +154,8 @@ def assert_ledger_matches(
 async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(tmp_path: Path) -> None:
     """SQLite; 16 clients load two workers; after 300 responses one worker gets SIGKILL.
 
-    granian (as `mi serve` starts it) does not respawn a dead worker: it stops the whole server, so
-    the load then meets refused connections. Afterwards the SQLite file passes its integrity check,
+    `mi serve` has granian respawn a dead worker; requests in flight on the killed one get no answer.
+    Afterwards the SQLite file passes its integrity check,
     the invariant above holds with `unanswered` = transport errors, and a restarted server on the
     same file meters the next request exactly.
     """

@@ -319,3 +319,34 @@ def sentiment_topics() -> pl.DataFrame:
             for i in range(5)
         ]
     )
+
+
+def instrument_analyses() -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "market": "crypto",
+                "symbol": "BTC",
+                "date": START + timedelta(days=i),
+                "timestamp": ms(START + timedelta(days=i)),
+                "analysis": f"Bitcoin analysis of day {i}.",
+                "writer": "template",
+            }
+            for i in range(3)
+        ]
+    )
+
+
+def market_summaries() -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "market": "crypto",
+                "date": START + timedelta(days=i),
+                "timestamp": ms(START + timedelta(days=i)),
+                "summary": f"Crypto market summary of day {i}.",
+                "writer": "template",
+            }
+            for i in range(3)
+        ]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 from litestar import Litestar
@@ -30,6 +31,8 @@ def full(base_warehouse: Warehouse, client_for: ClientFor) -> Client:
         briefs=tables.briefs(int(time.time() * 1000)),
         sentiment_daily=tables.sentiment_daily(),
         sentiment_topics=tables.sentiment_topics(),
+        instrument_analyses=tables.instrument_analyses(),
+        market_summaries=tables.market_summaries(),
     )
     return client_for()
 
@@ -67,11 +70,7 @@ def test_a_route_whose_table_is_not_materialized_answers_503_with_retry_after(
     assert table.replace("_", " ") in response.json()["error"] or table in response.json()["error"]
 
 
-LATER = {"instrument_analyses", "market_summaries"}
-"""Tables a later issue builds: their routes stay 503 until then."""
-
-
-@pytest.mark.parametrize("url", [url for url, table in ROUTES_AND_TABLES if table not in LATER])
+@pytest.mark.parametrize("url", [url for url, _ in ROUTES_AND_TABLES])
 def test_every_route_serves_200_once_its_table_exists(full: Client, url: str) -> None:
     response = full.get(url)
     assert response.status_code == 200, response.text
@@ -330,3 +329,14 @@ def test_legacy_routes_use_the_success_envelope(full: Client) -> None:
     sentiment = full.get("/api/v2/sentiment/sentiment/btc/2").json()["Success"]
     assert [p["positive"] for p in sentiment] == [4, 3]
     assert isinstance(sentiment[0]["timestamp"], float)
+
+
+def test_the_newest_analysis_and_summary_are_served(full: Client) -> None:
+    analysis = full.get("/api/v2/crypto/newsroom/get-instrument-analysis/btc").json()
+    assert analysis == {
+        "timestamp": tables.ms(tables.START + timedelta(days=2)),
+        "date": (tables.START + timedelta(days=2)).isoformat(),
+        "analysis": "Bitcoin analysis of day 2.",
+    }
+    summary = full.get("/api/v2/crypto/newsroom/get-market-summary").json()
+    assert summary["summary"] == "Crypto market summary of day 2."
