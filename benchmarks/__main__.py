@@ -26,6 +26,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     parser.add_argument("--seconds", type=float, default=8.0, help="load duration per route")
     parser.add_argument("--warmup", type=float, default=2.0, help="warm-up load per route (s)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved load rounds; best kept")
     parser.add_argument("--connections", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1, help="server workers (mi serve's)")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
@@ -53,7 +54,9 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
         if tool == "python":
             print("  wrk not found (apt-get install -y wrk): using the asyncio/httpx loader, "
                   "which saturates before the server does", file=sys.stderr)  # fmt: skip
-    return LoadPlan(args.connections, args.seconds, args.warmup, args.workers, args.server, tool)
+    return LoadPlan(
+        args.connections, args.seconds, args.warmup, args.rounds, args.workers, args.server, tool
+    )
 
 
 def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str, Any]]:
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         "load_tool": plan.tool,
         "connections": plan.connections,
         "seconds_per_route": plan.seconds,
+        "rounds": plan.rounds,
         "workers": plan.workers,
         "server": plan.server,
         "scaled_universe": [args.symbols, args.days],

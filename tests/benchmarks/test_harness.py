@@ -14,8 +14,9 @@ from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
 from benchmarks.bare_app import PRICE_BODY_ENV, create_app
 from benchmarks.figures import Figure, Goal, table, write_json
-from benchmarks.load import parse_wrk, run_load
+from benchmarks.load import LoadResult, parse_wrk
 from benchmarks.servers import bare_command, free_port, serving
+from benchmarks.serving import LoadPlan, Target, best, measure
 
 LIST_SYMBOLS = "/api/v2/crypto/instruments/list-symbols"
 
@@ -98,6 +99,16 @@ def test_analytics_jobs_report_their_figures(job: str) -> None:
 def test_the_bare_app_starts_under_the_production_server_and_takes_load(tmp_path: Path) -> None:
     port = free_port()
     command = bare_command(port, 1, "granian")
+    plan = LoadPlan(connections=2, seconds=0.5, warmup_seconds=0, rounds=2, tool="python")
     with serving(command, dict(os.environ), port, "/small", tmp_path / "log") as server:
-        result = run_load(server.base, ["/small"], {}, connections=2, seconds=0.5, tool="python")
-    assert result.clean
+        results = measure([Target("bare", server, ["/small"], {})], plan)
+    assert [r.clean for r in results["bare"]] == [True, True]
+
+
+def test_the_best_round_is_the_fastest_clean_one() -> None:
+    rounds = [_result(requests=100, non2xx=0), _result(300, 5), _result(200, 0)]
+    assert best(rounds).requests == 200
+
+
+def _result(requests: int, non2xx: int) -> LoadResult:
+    return LoadResult("wrk", requests, 1.0, non2xx, 0, 1.0, 2.0, 3.0, 0)
