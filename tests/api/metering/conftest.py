@@ -123,9 +123,9 @@ NOT_MATERIALIZED = "/api/v2/crypto/technical-analysis/get-indicators/BTC"
 """A 503 (no indicator tables in the test warehouse): 8 tokens up front, 1 net."""
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
@@ -162,13 +162,15 @@ def children(pid: int) -> list[int]:
 
 
 @contextmanager
-def mi_serve(env: Mapping[str, str], log: Path, workers: int = 2) -> Iterator[MiServer]:
-    """`mi serve --workers N` (granian) on a free loopback port; killed (whole tree) on exit."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+def mi_serve(
+    env: Mapping[str, str], log: Path, workers: int = 2, host: str = "127.0.0.1"
+) -> Iterator[MiServer]:
+    """`mi serve --workers N` (granian) on a free port of a loopback `host`; killed (whole tree) on exit."""
+    port = free_port(host)
+    base = f"http://{host}:{port}"
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [MI, "serve", "--port", str(port), "--workers", str(workers)],
+            [MI, "serve", "--host", host, "--port", str(port), "--workers", str(workers)],
             env=dict(env),
             stdout=out,
             stderr=subprocess.STDOUT,
