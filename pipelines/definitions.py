@@ -39,7 +39,7 @@ def build_definitions(
     return dg.Definitions.merge(
         *(build(settings) for build in domains),
         warehouse_defs(settings),
-        schedules.build_defs(),
+        schedules.build_defs(settings),
     )
 
 

@@ -9,6 +9,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 DEFAULT_SEED = 20_260_101
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
+"""Dagster executors a run of the daily job can use (`MI_EXECUTOR`); celery and k8s need their
+packages (dagster-celery, dagster-k8s) installed, which the project does not lock."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,10 @@ class PipelineSettings:
     """Last day of the embedded market; None means today (UTC) at run time."""
     instruments: int | None = None
     """Total instruments of a scaled embedded market (benchmarks); None means the default universe."""
+    dagster_postgres_url: str | None = None
+    """The Dagster instance's storage (runs, events, schedules) on PostgreSQL; None: SQLite files."""
+    executor: str = "in_process"
+    """How a run of the daily job executes its steps: one of `EXECUTORS`."""
 
     @property
     def warehouse_dir(self) -> Path:
@@ -42,14 +49,20 @@ class PipelineSettings:
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
-    """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE` and `MI_INSTRUMENTS` (all optional)."""
+    """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE`, `MI_INSTRUMENTS`,
+    `MI_DAGSTER_POSTGRES_URL` and `MI_EXECUTOR` (all optional)."""
     env = os.environ if env is None else env
     end = env.get("MI_END_DATE")
     sources = env.get("MI_SOURCES")
+    executor = env.get("MI_EXECUTOR") or "in_process"
+    if executor not in EXECUTORS:
+        raise ValueError(f"MI_EXECUTOR: {executor!r} is not one of {list(EXECUTORS)}")
     return PipelineSettings(
         data_dir=Path(env.get("MI_DATA_DIR", "data")).resolve(),
         sources_config=Path(sources).resolve() if sources else None,
         seed=int(env.get("MI_SEED", DEFAULT_SEED)),
         end_date=date.fromisoformat(end) if end else None,
         instruments=int(env["MI_INSTRUMENTS"]) if env.get("MI_INSTRUMENTS") else None,
+        dagster_postgres_url=env.get("MI_DAGSTER_POSTGRES_URL") or None,
+        executor=executor,
     )

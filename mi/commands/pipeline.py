@@ -1,4 +1,4 @@
-"""`mi materialize`: run every asset of every market in process, against the instance under data/."""
+"""`mi materialize`: run every asset of every market, against the instance under data/ or on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -54,18 +54,19 @@ class Progress:
         if event is None:
             self._user_message(entry)
         elif event.is_step_start and event.step_key:
-            self._started[event.step_key] = time.monotonic()
+            self._started[event.step_key] = entry.timestamp
             self._line(f"{event.step_key} started")
         elif event.is_step_materialization and event.step_key:
             self._rows.setdefault(event.step_key, []).append(_rows_of(event))
         elif event.event_type == event.event_type.ASSET_CHECK_EVALUATION:
             self._check(event.asset_check_evaluation_data)
         elif (event.is_step_success or event.is_step_failure) and event.step_key:
-            self._finished(event)
+            self._finished(event, entry.timestamp)
 
-    def _finished(self, event: dg.DagsterEvent) -> None:
+    def _finished(self, event: dg.DagsterEvent, at: float) -> None:
+        # Event timestamps, not the clock: a multiprocess run's events are replayed after it ends.
         key = event.step_key or ""
-        elapsed = time.monotonic() - self._started.pop(key, time.monotonic())
+        elapsed = at - self._started.pop(key, at)
         rows = ", ".join(self._rows.pop(key, [])) or "no tables"
         if event.is_step_success:
             self._line(f"{key} done in {elapsed:.1f}s: {rows}")
@@ -116,23 +117,33 @@ def _error_severity() -> dg.AssetCheckSeverity:
 
 
 def open_instance(settings: PipelineSettings) -> dg.DagsterInstance:
-    """The instance configured by the repo's dagster.yaml, its storage under `<data_dir>/dagster`."""
+    """The instance configured by the repo's dagster.yaml, its files under `<data_dir>/dagster`.
+
+    Runs, events and schedules go to PostgreSQL when `MI_DAGSTER_POSTGRES_URL` is set, else to
+    SQLite files under `<data_dir>/dagster/storage` (dagster.yaml's default).
+    """
     import dagster as dg
     from dagster._core.instance.ref import InstanceRef
 
     home = settings.data_dir / "dagster"
     home.mkdir(parents=True, exist_ok=True)
-    ref = InstanceRef.from_dir(str(home), config_dir=str(REPO_ROOT), overrides=_storage(home))
+    overrides = _storage(home, settings.dagster_postgres_url)
+    ref = InstanceRef.from_dir(str(home), config_dir=str(REPO_ROOT), overrides=overrides)
     return dg.DagsterInstance.from_ref(ref)
 
 
-def _storage(home: Path) -> dict[str, object]:
+def _storage(home: Path, postgres_url: str | None) -> dict[str, object]:
     # dagster.yaml's paths are relative to the repo root; these make them absolute under home.
     def configured(module: str, cls: str, base_dir: Path) -> dict[str, object]:
         return {"module": module, "class": cls, "config": {"base_dir": str(base_dir)}}
 
+    storage = (
+        {"postgres": {"postgres_url": psycopg2_url(postgres_url)}}
+        if postgres_url
+        else {"sqlite": {"base_dir": str(home / "storage")}}
+    )
     return {
-        "storage": {"sqlite": {"base_dir": str(home / "storage")}},
+        "storage": storage,
         "local_artifact_storage": configured(
             "dagster.core.storage.root", "LocalArtifactStorage", home
         ),
@@ -142,6 +153,13 @@ def _storage(home: Path) -> dict[str, object]:
             home / "logs",
         ),
     }
+
+
+def psycopg2_url(url: str) -> str:
+    """The URL with the driver dagster-postgres is locked with: SQLAlchemy 2.1 reads a bare
+    `postgresql://` as psycopg 3, which the project does not install."""
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql+psycopg2://{rest}" if sep and scheme in ("postgresql", "postgres") else url
 
 
 def load_definitions(module_name: str) -> dg.Definitions:
@@ -176,14 +194,29 @@ def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> list[dg.AssetK
     return sorted({k for keys_ in together for k in keys_ if isinstance(k, dg.AssetKey)})
 
 
+def daily_job(module_name: str) -> dg.JobDefinition:
+    """The daily job of the module's Definitions (rebuilt this way in every step process)."""
+    from pipelines.schedules import DAILY_JOB
+
+    return load_definitions(module_name).resolve_job_def(DAILY_JOB)
+
+
 def run_market(
     job: dg.JobDefinition,
     instance: dg.DagsterInstance,
     market: str,
     selection: list[dg.AssetKey] | None,
     progress: Progress,
+    module_name: str | None = None,
 ) -> bool:
-    """One run of the job for one market partition; True when it succeeded."""
+    """One run of the job for one market partition; True when it succeeded.
+
+    With `module_name`, the run goes through the job's own executor (multiprocess, celery, k8s):
+    the job is rebuilt from the module in each step's process, and the progress lines are printed
+    from the run's event log once it ends. Without, every step runs in this process, printed live.
+    """
+    if module_name is not None:
+        return _run_with_executor(instance, market, selection, progress, module_name)
     run_id = str(uuid.uuid4())
     instance.add_event_listener(run_id, progress)
     progress.echo(f"[{market}] run {run_id}")
@@ -197,6 +230,30 @@ def run_market(
         tags={"mi/command": "materialize"},
     )
     return result.success
+
+
+def _run_with_executor(
+    instance: dg.DagsterInstance,
+    market: str,
+    selection: list[dg.AssetKey] | None,
+    progress: Progress,
+    module_name: str,
+) -> bool:
+    import dagster as dg
+
+    recon = dg.build_reconstructable_job(__name__, daily_job.__name__, (module_name,))
+    with dg.execute_job(
+        recon,
+        instance,
+        run_config=QUIET_CONSOLE,
+        tags={"mi/command": "materialize", "dagster/partition": market},
+        asset_selection=selection,
+        raise_on_error=False,
+    ) as result:
+        progress.echo(f"[{market}] run {result.run_id}")
+        for entry in instance.all_logs(result.run_id):
+            progress(entry)
+        return result.success
 
 
 def _split(values: Sequence[str]) -> list[str]:
@@ -240,18 +297,17 @@ def _summary(checks: CheckTally, failed_steps: list[str], elapsed: float) -> lis
 def materialize(markets: tuple[str, ...], select: tuple[str, ...], module: str) -> None:
     """Materialize every asset for every market, printing each step and a summary of checks.
 
-    Runs in this process, one Dagster run per market, recorded in the instance under
-    <data dir>/dagster so they show in the Dagster UI. Exits 1 when a step fails or an
+    One Dagster run per market, recorded in the instance (under <data dir>/dagster, or on
+    PostgreSQL with MI_DAGSTER_POSTGRES_URL) so they show in the Dagster UI. Steps run in this
+    process unless MI_EXECUTOR names another executor (multiprocess). Exits 1 when a step fails or an
     ERROR-severity asset check fails.
     """
-    from pipelines.schedules import DAILY_JOB
-
     chosen = _split(markets) or list(MARKETS)
     unknown = sorted(set(chosen) - set(MARKETS))
     if unknown:
         raise click.BadParameter(f"unknown markets {unknown}", param_hint="--market")
     settings = load_settings()
-    job = load_definitions(module).resolve_job_def(DAILY_JOB)
+    job = daily_job(module)
     selection = select_assets(job, _split(select))
     started = time.monotonic()
     checks, failed = CheckTally(), []
@@ -259,8 +315,9 @@ def materialize(markets: tuple[str, ...], select: tuple[str, ...], module: str) 
         click.echo(f"materializing {len(chosen)} market(s) into {settings.data_dir}")
         for market in chosen:
             progress = Progress(market, click.echo, checks)
+            by_executor = module if settings.executor != "in_process" else None
             if (
-                not run_market(job, instance, market, selection, progress)
+                not run_market(job, instance, market, selection, progress, by_executor)
                 and not progress.failed_steps
             ):
                 progress.failed_steps.append(f"run [{market}]")

@@ -1,0 +1,102 @@
+"""The Dagster instance on PostgreSQL (127.0.0.1:5432) and runs through the multiprocess executor.
+
+Each test creates its own database `mi_test_<random>` and drops it afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import psycopg2
+import pytest
+import yaml
+from click.testing import CliRunner
+from dagster._core.instance.ref import InstanceRef
+
+from mi.cli import main
+from mi.commands.pipeline import REPO_ROOT, open_instance
+from pipelines.catalog import read_manifest
+from pipelines.settings import load_settings
+
+TOY = "tests.mi.toy_definitions"
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database of this test alone, dropped (connections and all) afterwards."""
+    name = f"mi_test_{uuid.uuid4().hex[:12]}"
+    admin = psycopg2.connect(f"{SERVER}/postgres")
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{name}"')
+        yield f"{SERVER}/{name}"
+        with admin.cursor() as cursor:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.close()
+
+
+@pytest.mark.slow
+def test_materialize_records_multiprocess_runs_on_postgres(tmp_path: Path, postgres_url: str) -> None:  # fmt: skip
+    """`mi materialize` with MI_DAGSTER_POSTGRES_URL and MI_EXECUTOR=multiprocess: both markets'
+    runs succeed, are recorded in PostgreSQL (no SQLite storage is created), each step ran in a
+    worker process of the multiprocess executor, and the warehouse holds both partitions."""
+    env = {
+        "MI_DATA_DIR": str(tmp_path),
+        "MI_DAGSTER_POSTGRES_URL": postgres_url,
+        "MI_EXECUTOR": "multiprocess",
+    }
+    result = CliRunner().invoke(
+        main, ["materialize", "-m", TOY, "--market", "crypto,forex"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("[forex] toy_instruments done in") for line in lines), lines
+    assert "checks: 2 passed, 2 warned, 0 failed" in lines
+    assert not (tmp_path / "dagster" / "storage").exists()
+
+    manifest = read_manifest(tmp_path / "warehouse")
+    assert manifest is not None
+    assert sorted(manifest.tables["instruments"]) == ["crypto", "forex"]
+
+    with open_instance(load_settings(env)) as instance:
+        assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+        runs = instance.get_runs()
+        assert sorted(run.tags["dagster/partition"] for run in runs) == ["crypto", "forex"]
+        assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
+        for run in runs:
+            workers = instance.get_records_for_run(
+                run.run_id, of_type=dg.DagsterEventType.STEP_WORKER_STARTED
+            ).records
+            assert len(workers) == 1  # the step ran in its own process
+
+
+def test_the_shipped_postgres_instance_config_loads(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deploy/dagster/dagster.yaml (daemon, webserver and run workers) opens on PostgreSQL from
+    the environment (a `postgresql+psycopg2://` URL, as the file is read without `mi`), with the
+    queued run coordinator."""
+    driver_url = postgres_url.replace("postgresql://", "postgresql+psycopg2://")
+    monkeypatch.setenv("MI_DAGSTER_POSTGRES_URL", driver_url)
+    config_dir = REPO_ROOT / "deploy" / "dagster"
+    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(config_dir))
+    with dg.DagsterInstance.from_ref(ref) as instance:
+        assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+        assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        assert instance.get_runs() == []
+
+
+@pytest.mark.parametrize("name", ["dagster-k8s.yaml", "dagster-celery.yaml"])
+def test_the_shipped_executor_configs_are_valid_yaml(name: str) -> None:
+    """The Kubernetes and Celery instance files are shipped, not run here (no cluster, no broker)."""
+    config = yaml.safe_load((REPO_ROOT / "deploy" / "dagster" / name).read_text())
+    assert "postgres" in config["storage"]
+    assert config["run_launcher"]["module"] in ("dagster_k8s", "dagster.core.launcher")
