@@ -31,6 +31,10 @@ class PipelineSettings:
     """The Dagster instance's storage (runs, events, schedules) on PostgreSQL; None: SQLite files."""
     executor: str = "in_process"
     """How a run of the daily job executes its steps: one of `EXECUTORS`."""
+    warehouse_url: str | None = None
+    """`s3://bucket/prefix`: the warehouse on object storage instead of `<data_dir>/warehouse`."""
+    s3_endpoint_url: str | None = None
+    """An S3-compatible endpoint for `warehouse_url` (MinIO, ...); None: AWS S3."""
 
     @property
     def warehouse_dir(self) -> Path:
@@ -50,7 +54,7 @@ class PipelineSettings:
 
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
     """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE`, `MI_INSTRUMENTS`,
-    `MI_DAGSTER_POSTGRES_URL` and `MI_EXECUTOR` (all optional)."""
+    `MI_DAGSTER_POSTGRES_URL`, `MI_EXECUTOR`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL` (all optional)."""
     env = os.environ if env is None else env
     end = env.get("MI_END_DATE")
     sources = env.get("MI_SOURCES")
@@ -65,4 +69,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
         instruments=int(env["MI_INSTRUMENTS"]) if env.get("MI_INSTRUMENTS") else None,
         dagster_postgres_url=env.get("MI_DAGSTER_POSTGRES_URL") or None,
         executor=executor,
+        warehouse_url=env.get("MI_WAREHOUSE_URL") or None,
+        s3_endpoint_url=env.get("MI_S3_ENDPOINT_URL") or None,
     )

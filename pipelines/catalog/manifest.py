@@ -43,9 +43,14 @@ def read_manifest(warehouse_dir: Path) -> Manifest | None:
     """The warehouse's current manifest, or None before the first materialization."""
     path = warehouse_dir / MANIFEST_NAME
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return manifest_from_json(path.read_bytes())
     except FileNotFoundError:
         return None
+
+
+def manifest_from_json(data: bytes) -> Manifest:
+    """A manifest from its JSON body (members other than version, updated_at, tables ignored)."""
+    raw = json.loads(data)
     tables = {
         table: {market: PartitionFile(**entry) for market, entry in partitions.items()}
         for table, partitions in raw["tables"].items()
@@ -53,8 +58,8 @@ def read_manifest(warehouse_dir: Path) -> Manifest | None:
     return Manifest(version=int(raw["version"]), updated_at=raw["updated_at"], tables=tables)
 
 
-def write_manifest(warehouse_dir: Path, manifest: Manifest) -> None:
-    """Replace the manifest atomically (write a temporary file, then rename over the old one)."""
+def manifest_to_json(manifest: Manifest, **extra: object) -> bytes:
+    """The manifest's JSON body, with `extra` members (an object store's retired files)."""
     body = {
         "version": manifest.version,
         "updated_at": manifest.updated_at,
@@ -62,8 +67,14 @@ def write_manifest(warehouse_dir: Path, manifest: Manifest) -> None:
             table: {market: asdict(f) for market, f in partitions.items()}
             for table, partitions in manifest.tables.items()
         },
+        **extra,
     }
+    return json.dumps(body, indent=1, sort_keys=True).encode()
+
+
+def write_manifest(warehouse_dir: Path, manifest: Manifest) -> None:
+    """Replace the manifest atomically (write a temporary file, then rename over the old one)."""
     target = warehouse_dir / MANIFEST_NAME
     temporary = target.with_name(f".{MANIFEST_NAME}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
+    temporary.write_bytes(manifest_to_json(manifest))
     os.replace(temporary, target)

@@ -9,7 +9,12 @@ from pipelines.warehouse.io_manager import WarehouseIOManager
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    io_manager = WarehouseIOManager(
-        warehouse_dir=str(settings.warehouse_dir), duckdb_path=str(settings.duckdb_path)
-    )
+    if settings.warehouse_url:  # object storage: no local DuckDB file (docs/deployment.md)
+        io_manager = WarehouseIOManager(
+            warehouse_dir=settings.warehouse_url, s3_endpoint_url=settings.s3_endpoint_url
+        )
+    else:
+        io_manager = WarehouseIOManager(
+            warehouse_dir=str(settings.warehouse_dir), duckdb_path=str(settings.duckdb_path)
+        )
     return dg.Definitions(resources={"io_manager": io_manager})

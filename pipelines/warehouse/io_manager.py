@@ -9,6 +9,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import TABLES, Table
+from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
 from pipelines.warehouse.store import WHOLE_TABLE, Warehouse
 
 
@@ -21,8 +22,12 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
     """
 
     warehouse_dir: str
+    """A local directory, or `s3://bucket/prefix` for the warehouse on object storage."""
     duckdb_path: str | None = None
+    """Local warehouses only: on object storage views are built in memory (`apply_object_views`)."""
     gc_grace_seconds: float = 600.0
+    s3_endpoint_url: str | None = None
+    """An S3-compatible endpoint (MinIO, Ceph, a test server); None: AWS S3."""
 
     def handle_output(
         self, context: dg.OutputContext, obj: pl.DataFrame | pl.LazyFrame | None
@@ -50,7 +55,11 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         markets = context.asset_partition_keys if context.has_asset_partitions else None
         return self.warehouse().read(table, markets)
 
-    def warehouse(self) -> Warehouse:
+    def warehouse(self) -> Warehouse | ObjectWarehouse:
+        """The one store the configuration names: object storage for s3:// roots, else local."""
+        if self.warehouse_dir.startswith("s3://"):
+            location = S3Location.parse(self.warehouse_dir, self.s3_endpoint_url)
+            return ObjectWarehouse(location, gc_grace=timedelta(seconds=self.gc_grace_seconds))
         return Warehouse(
             root=Path(self.warehouse_dir),
             duckdb_path=Path(self.duckdb_path) if self.duckdb_path else None,

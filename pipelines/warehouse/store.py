@@ -55,7 +55,7 @@ class Warehouse:
 
     def write(self, table: Table, market: str, frame: pl.DataFrame) -> Commit:
         """Write `frame` as this partition's new file, then make it current in the manifest."""
-        _check_partition(table, market, frame)
+        check_partition(table, market, frame)
         conformed = table.conform(frame)
         relative = self._write_file(table.name, market, conformed)
         with self._locked():
@@ -129,7 +129,7 @@ class Warehouse:
 
     def _commit(self, table: str, market: str, relative: str, rows: int) -> Manifest:
         old = read_manifest(self.root) or Manifest(version=0, updated_at="", tables={})
-        partitions = _replace_partition(table, old.tables.get(table, {}), market)
+        partitions = replace_partition(table, old.tables.get(table, {}), market)
         for retired in set(old.tables.get(table, {})) - set(partitions):
             _touch(self.root / old.tables[table][retired].path)
         if market in partitions:
@@ -165,7 +165,7 @@ class Warehouse:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _check_partition(table: Table, market: str, frame: pl.DataFrame) -> None:
+def check_partition(table: Table, market: str, frame: pl.DataFrame) -> None:
     if not market or "/" in market or market.startswith("."):
         raise ValueError(f"{table.name}: {market!r} is not a usable partition name")
     if market == WHOLE_TABLE or "market" not in frame.columns:
@@ -175,7 +175,7 @@ def _check_partition(table: Table, market: str, frame: pl.DataFrame) -> None:
         raise ValueError(f"{table.name}: partition {market!r} holds rows of markets {strays}")
 
 
-def _replace_partition(
+def replace_partition(
     table: str, partitions: dict[str, PartitionFile], market: str
 ) -> dict[str, PartitionFile]:
     # A whole-table write replaces every partition; a market write into a whole table would

@@ -6,11 +6,16 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
+import pyarrow.dataset as ds
 
 from pipelines.catalog import TABLES, Manifest, Table
+
+if TYPE_CHECKING:
+    from pipelines.warehouse.object_store import S3Location
 
 META_VIEW = "_warehouse"
 """A one-row view naming the manifest version and warehouse root the views were built from."""
@@ -46,16 +51,40 @@ def duckdb_type(dtype: pl.DataType) -> str:
 
 def view_sql(table: Table, files: Sequence[Path]) -> str:
     """`CREATE OR REPLACE VIEW` over `files`, or an empty typed view when there are none."""
+    paths = ", ".join(_literal(str(p)) for p in files)
+    return _view_sql(table, f"read_parquet([{paths}])" if files else None)
+
+
+def _view_sql(table: Table, source: str | None) -> str:
     columns = ", ".join(
-        f"CAST({_ident(c.name) if files else 'NULL'} AS {duckdb_type(c.dtype)}) AS {_ident(c.name)}"
+        f"CAST({_ident(c.name) if source else 'NULL'} AS {duckdb_type(c.dtype)}) AS {_ident(c.name)}"
         for c in table.columns
     )
-    if not files:
+    if source is None:
         return f"CREATE OR REPLACE VIEW {_ident(table.name)} AS SELECT {columns} WHERE false"
-    paths = ", ".join(_literal(str(p)) for p in files)
-    return (
-        f"CREATE OR REPLACE VIEW {_ident(table.name)} AS "
-        f"SELECT {columns} FROM read_parquet([{paths}])"
+    return f"CREATE OR REPLACE VIEW {_ident(table.name)} AS SELECT {columns} FROM {source}"
+
+
+def apply_object_views(
+    con: duckdb.DuckDBPyConnection, location: S3Location, manifest: Manifest | None
+) -> None:
+    """`apply_views` for an s3:// warehouse, on an in-memory connection: DuckDB's httpfs extension
+    cannot be assumed (it is downloaded at run time), so each table's current objects are
+    registered as a pyarrow dataset (read lazily through pyarrow's S3 client) and viewed from it."""
+    filesystem = location.filesystem()
+    for table in TABLES.values():
+        files = [location.arrow_path(p) for p in manifest.files(table.name)] if manifest else []
+        source = None
+        if files:
+            source = _ident(f"_objects_{table.name}")
+            con.register(f"_objects_{table.name}", ds.dataset(files, filesystem=filesystem, format="parquet"))  # fmt: skip
+        con.execute(_view_sql(table, source))
+        for statement in comment_sql(table):
+            con.execute(statement)
+    version = manifest.version if manifest else 0
+    con.execute(
+        f"CREATE OR REPLACE VIEW {META_VIEW} AS SELECT CAST({version} AS BIGINT) AS version, "
+        f"{_literal(location.url)} AS root"
     )
 
 
