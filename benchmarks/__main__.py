@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.analytics import analytics_section
-from benchmarks.figures import Figure, table, write_json
+from benchmarks.figures import Figure, markdown, read_json, table, write_json
 from benchmarks.load import wrk_available
 from benchmarks.serving import LoadPlan, Workspace, api_section, metering_section
 
@@ -39,6 +39,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--no-embedded", action="store_true", help="skip embedded analytics")
     parser.add_argument("--out", type=Path, default=Path("data/bench"), help="JSON directory")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="JSON", help="print a written run as Markdown and exit"
+    )
     args = parser.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(args.sections) - set(SECTIONS)
@@ -59,6 +62,10 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
     )
 
 
+def _loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str, Any]]:
     plan = _plan(args)
     workspace = Workspace(scratch, args.data_dir or scratch / "data")
@@ -76,7 +83,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
     info: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "loadavg_start": os.getloadavg(),
+        "loadavg_start": _loadavg(),
         "load_tool": plan.tool,
         "connections": plan.connections,
         "seconds_per_route": plan.seconds,
@@ -92,12 +99,17 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         start = time.perf_counter()
         figures += sections[name]()
         info["section_seconds"][name] = round(time.perf_counter() - start, 1)
-    info["loadavg_end"] = os.getloadavg()
+    info["loadavg_end"] = _loadavg()
     return figures, info
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.markdown:
+        figures, info = read_json(args.markdown)
+        print(markdown(figures))
+        print(f"\nMeasured {info['started']}, load average at start {info['loadavg_start']}.")
+        return 0
     scratch = Path(tempfile.mkdtemp(prefix="mi-bench-"))
     try:
         figures, info = run(args, scratch)

@@ -113,3 +113,17 @@ def write_json(path: Path, figures: Sequence[Figure], run: dict[str, Any]) -> No
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"run": run, "figures": [f.as_json() for f in figures]}
     path.write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def read_json(path: Path) -> tuple[list[Figure], dict[str, Any]]:
+    """The figures and run information of a written run (for `--markdown`)."""
+    payload = json.loads(path.read_text())
+    figures = []
+    for row in payload["figures"]:
+        goal = None
+        if row["goal"]:
+            on, op, bound = row["goal"].split()
+            goal = Goal(on, op, float(bound))
+        fields = ("section", "name", "unit", "project", "anchor", "anchor_name", "details")
+        figures.append(Figure(**{name: row[name] for name in fields}, goal=goal))
+    return figures, payload["run"]

@@ -13,10 +13,10 @@ from api.app import asgi_app
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
 from benchmarks.bare_app import PRICE_BODY_ENV, create_app
-from benchmarks.figures import Figure, Goal, table, write_json
+from benchmarks.figures import Figure, Goal, read_json, table, write_json
 from benchmarks.load import LoadResult, parse_wrk
 from benchmarks.servers import bare_command, free_port, serving
-from benchmarks.serving import LoadPlan, Target, best, measure
+from benchmarks.serving import LoadPlan, Target, best, best_p99, measure
 
 LIST_SYMBOLS = "/api/v2/crypto/instruments/list-symbols"
 
@@ -45,6 +45,7 @@ def test_the_table_and_json_carry_project_anchor_and_ratio(tmp_path: Path) -> No
     write_json(tmp_path / "run.json", figures, {"workers": 1})
     row = json.loads((tmp_path / "run.json").read_text())["figures"][0]
     assert (row["project"], row["anchor"], row["ratio"], row["pass"]) == (800.0, 1000.0, 0.8, True)
+    assert read_json(tmp_path / "run.json")[0] == figures
 
 
 def test_wrk_output_is_read_from_the_scripts_json_line() -> None:
@@ -108,7 +109,11 @@ def test_the_bare_app_starts_under_the_production_server_and_takes_load(tmp_path
 def test_the_best_round_is_the_fastest_clean_one() -> None:
     rounds = [_result(requests=100, non2xx=0), _result(300, 5), _result(200, 0)]
     assert best(rounds).requests == 200
+    assert (
+        best_p99([_result(100, 0, p99=4.0), _result(200, 0, p99=9.0), _result(9, 1, p99=1.0)])
+        == 4.0
+    )
 
 
-def _result(requests: int, non2xx: int) -> LoadResult:
-    return LoadResult("wrk", requests, 1.0, non2xx, 0, 1.0, 2.0, 3.0, 0)
+def _result(requests: int, non2xx: int, p99: float = 2.0) -> LoadResult:
+    return LoadResult("wrk", requests, 1.0, non2xx, 0, 1.0, p99, 3.0, 0)
