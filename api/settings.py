@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from pipelines.catalog import MANIFEST_NAME, MARKETS
+from pipelines.catalog import MANIFEST_NAME, MARKETS, LocalStorage, S3Location, open_storage
 
 API_VERSION = "1.0.0"
 """The interface version the spec carries; reported by `/api/v1/status` and the OpenAPI document."""
@@ -28,14 +28,29 @@ class ApiSettings:
     """How often the warehouse reader stats the manifest for a new data version."""
     check_timeout_seconds: float = 2.0
     """A status check slower than this counts as failed."""
+    warehouse_url: str | None = None
+    """`s3://bucket/prefix` (`MI_WAREHOUSE_URL`, the same setting the pipeline writes by): read the
+    warehouse from object storage instead of `<data_dir>/warehouse` (a path is a local root)."""
+    s3_endpoint_url: str | None = None
+    """An S3-compatible endpoint for `warehouse_url` (`MI_S3_ENDPOINT_URL`); None: AWS S3."""
 
     @property
-    def warehouse_dir(self) -> Path:
-        return self.data_dir / "warehouse"
+    def warehouse(self) -> LocalStorage | S3Location:
+        """The storage the warehouse is read from, chosen as the pipeline chooses where to write."""
+        if self.warehouse_url:
+            return open_storage(self.warehouse_url, self.s3_endpoint_url)
+        return LocalStorage(self.data_dir / "warehouse")
+
+    @property
+    def warehouse_dir(self) -> Path | S3Location:
+        """What the app's reader watches: the local warehouse directory, or the S3 location."""
+        storage = self.warehouse
+        return storage.root if isinstance(storage, LocalStorage) else storage
 
     @property
     def manifest_path(self) -> Path:
-        return self.warehouse_dir / MANIFEST_NAME
+        """The local manifest (unused with `warehouse_url`)."""
+        return self.data_dir / "warehouse" / MANIFEST_NAME
 
 
 def parse_markets(raw: str) -> tuple[str, ...]:
@@ -52,7 +67,8 @@ def parse_markets(raw: str) -> tuple[str, ...]:
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> ApiSettings:
-    """Read `MI_DATA_DIR`, `MI_LIVE_MARKETS`, `MI_MATERIALIZATION_MAX_AGE_HOURS`, `MI_MANIFEST_POLL_SECONDS`."""
+    """Read `MI_DATA_DIR`, `MI_LIVE_MARKETS`, `MI_MATERIALIZATION_MAX_AGE_HOURS`,
+    `MI_MANIFEST_POLL_SECONDS`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL`."""
     env = os.environ if env is None else env
     markets = env.get("MI_LIVE_MARKETS")
     max_age = env.get("MI_MATERIALIZATION_MAX_AGE_HOURS")
@@ -65,4 +81,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> ApiSettings:
             timedelta(hours=float(max_age)) if max_age else defaults.materialization_max_age
         ),
         manifest_poll_seconds=float(poll) if poll else defaults.manifest_poll_seconds,
+        warehouse_url=env.get("MI_WAREHOUSE_URL") or None,
+        s3_endpoint_url=env.get("MI_S3_ENDPOINT_URL") or None,
     )

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from pipelines.catalog.storage import LocalStorage, S3Location, open_storage
+
 DEFAULT_SEED = 20_260_101
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 """Dagster executors a run of the daily job can use (`MI_EXECUTOR`); celery and k8s need their
@@ -39,6 +41,11 @@ class PipelineSettings:
     @property
     def warehouse_dir(self) -> Path:
         return self.data_dir / "warehouse"
+
+    @property
+    def warehouse(self) -> LocalStorage | S3Location:
+        """Where the warehouse is read from: `warehouse_url` when set, else `warehouse_dir`."""
+        return open_storage(self.warehouse_url or self.warehouse_dir, self.s3_endpoint_url)
 
     @property
     def duckdb_path(self) -> Path:

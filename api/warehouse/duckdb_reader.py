@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
+import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -14,9 +15,11 @@ import anyio
 import anyio.to_thread
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from api.warehouse.reader import QueryParams, WarehouseUnavailable
-from pipelines.catalog import MANIFEST_NAME, TABLES, Manifest, read_manifest
+from pipelines.catalog import TABLES, LocalStorage, Manifest, WarehouseStorage
+from pipelines.catalog.storage import read_files
 
 logger = logging.getLogger(__name__)
 
@@ -44,15 +47,29 @@ class DuckDBSnapshot:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, warehouse_dir: Path, manifest: Manifest) -> DuckDBSnapshot:
-        """Create the views and check every file against the manifest's row counts."""
+    def open(cls, warehouse: Path | WarehouseStorage, manifest: Manifest) -> DuckDBSnapshot:
+        """Create one view or table per catalog table and check every file against the manifest.
+
+        A local warehouse is viewed in place (`read_parquet` over the manifest's files); one on
+        object storage is loaded: every file of the version is fetched once into arrow and copied
+        into the snapshot's in-memory database, so requests never wait on the network.
+        """
+        storage = LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
         connection = duckdb.connect(":memory:")
         try:
-            for name in sorted(set(TABLES) | set(manifest.tables)):
-                _create_view(connection, warehouse_dir, manifest, name)
+            if isinstance(storage, LocalStorage):
+                for name in sorted(set(TABLES) | set(manifest.tables)):
+                    _create_view(connection, storage.root, manifest, name)
+            else:
+                _load_tables(connection, storage, manifest)
         except duckdb.Error as exc:
             connection.close()
             raise WarehouseUnavailable(f"manifest version {manifest.version}: {exc}") from exc
+        except (OSError, pa.ArrowException) as exc:
+            connection.close()
+            raise WarehouseUnavailable(
+                f"manifest version {manifest.version}: cannot read {storage.url}: {exc}"
+            ) from exc
         return cls(manifest, connection)
 
     @property
@@ -114,6 +131,41 @@ def _check_rows(connection: duckdb.DuckDBPyConnection, manifest: Manifest, name:
         raise duckdb.InvalidInputException(f"{name}: {found} rows, manifest says {expected}")
 
 
+LOAD_THREADS = 8
+"""Objects fetched at once while loading a version from object storage."""
+
+
+def _load_tables(
+    connection: duckdb.DuckDBPyConnection, storage: WarehouseStorage, manifest: Manifest
+) -> None:
+    # Every (table, partition) file of exactly this manifest, fetched in parallel; a file whose row
+    # count differs from the manifest's refuses the whole version, as locally.
+    entries = [
+        (name, market, entry)
+        for name, partitions in sorted(manifest.tables.items())
+        for market, entry in sorted(partitions.items())
+    ]
+    with ThreadPoolExecutor(LOAD_THREADS) as pool:
+        fetched = list(pool.map(lambda e: read_files(storage, [e[2].path])[0], entries))
+    by_table: dict[str, list[pa.Table]] = {}
+    for (name, market, entry), table in zip(entries, fetched, strict=True):
+        if table.num_rows != entry.rows:
+            raise duckdb.InvalidInputException(
+                f"{name}/{market}: {table.num_rows} rows, manifest says {entry.rows}"
+            )
+        by_table.setdefault(name, []).append(table)
+    for name in sorted(set(TABLES) | set(by_table)):
+        tables = by_table.get(name)
+        source = (
+            pa.concat_tables(tables, promote_options="permissive")
+            if tables
+            else TABLES[name].empty().to_arrow()
+        )
+        connection.register("_load", source)
+        connection.execute(f"CREATE TABLE {_identifier(name)} AS SELECT * FROM _load")
+        connection.unregister("_load")
+
+
 class DuckDBWarehouseReader:
     """Watches the manifest and swaps immutable snapshots; requests never touch the filesystem.
 
@@ -123,12 +175,23 @@ class DuckDBWarehouseReader:
     files cannot be read is not swapped in: the previous one keeps serving and `failure` says why.
     """
 
-    def __init__(self, warehouse_dir: Path, *, poll_interval: float = 1.0) -> None:
-        self.warehouse_dir = warehouse_dir
+    def __init__(
+        self,
+        warehouse: Path | WarehouseStorage,
+        *,
+        poll_interval: float = 1.0,
+        retry_seconds: float = 30.0,
+    ) -> None:
+        self.storage: WarehouseStorage = (
+            LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
+        )
         self.poll_interval = poll_interval
+        self.retry_seconds = retry_seconds
+        """A version that failed to load is tried again after this long (a network blip)."""
         self._snapshot: DuckDBSnapshot | None = None
         self._failure: str | None = None
-        self._seen: tuple[int, ...] | None = None
+        self._failed_at = 0.0
+        self._seen: str | None = ""
         self._refresh_lock = threading.Lock()
 
     def current(self) -> DuckDBSnapshot | None:
@@ -146,14 +209,16 @@ class DuckDBWarehouseReader:
 
     def refresh(self) -> bool:
         with self._refresh_lock:
-            seen = self._manifest_identity()
-            if seen == self._seen:
+            seen = self.storage.manifest_tag()
+            retry = self._failure is not None and time.monotonic() - self._failed_at >= self.retry_seconds  # fmt: skip
+            if seen == self._seen and not retry:
                 return False
             self._seen = seen
             try:
                 return self._load()
             except Exception as exc:
                 self._failure = str(exc)
+                self._failed_at = time.monotonic()
                 logger.warning("warehouse manifest not loaded: %s", exc)
                 return False
 
@@ -184,16 +249,8 @@ class DuckDBWarehouseReader:
             await anyio.sleep(self.poll_interval)
             await anyio.to_thread.run_sync(self.refresh)
 
-    def _manifest_identity(self) -> tuple[int, ...]:
-        # os.replace gives the new manifest a new inode, so this changes even within one mtime tick.
-        try:
-            stat = os.stat(self.warehouse_dir / MANIFEST_NAME)
-        except FileNotFoundError:
-            return ()
-        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-
     def _load(self) -> bool:
-        manifest = read_manifest(self.warehouse_dir)
+        manifest = self.storage.read_manifest()
         current = self._snapshot
         self._failure = None
         if manifest is None:
@@ -201,6 +258,12 @@ class DuckDBWarehouseReader:
             return current is not None
         if current is not None and current.version == manifest.version:
             return False
-        self._snapshot = DuckDBSnapshot.open(self.warehouse_dir, manifest)
-        logger.info("warehouse data version %s loaded", manifest.version)
+        started = time.perf_counter()
+        self._snapshot = DuckDBSnapshot.open(self.storage, manifest)
+        logger.info(
+            "warehouse data version %s loaded from %s in %.2f s",
+            manifest.version,
+            self.storage.url,
+            time.perf_counter() - started,
+        )
         return True

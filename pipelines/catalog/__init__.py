@@ -31,6 +31,13 @@ from pipelines.catalog.raw import (
     RAW_NEWS,
 )
 from pipelines.catalog.schema import MARKETS, WEEKDAY_MARKETS, Column, Table, rejects_table
+from pipelines.catalog.storage import (
+    LocalStorage,
+    S3Location,
+    WarehouseStorage,
+    open_storage,
+    read_partitions,
+)
 from pipelines.catalog.trades import (
     BACKTEST_SUMMARIES,
     BACKTEST_TRADES,
@@ -70,10 +77,15 @@ __all__ = [
     "TREND_SEGMENTS",
     "WEEKDAY_MARKETS",
     "Column",
+    "LocalStorage",
     "Manifest",
     "PartitionFile",
+    "S3Location",
     "Table",
+    "WarehouseStorage",
+    "open_storage",
     "read_manifest",
+    "read_partitions",
     "rejects_table",
     "write_manifest",
 ]

@@ -10,14 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlparse
 
 import polars as pl
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from pipelines.catalog import MANIFEST_NAME, Manifest, PartitionFile, Table
 from pipelines.catalog.manifest import manifest_from_json, manifest_to_json
+from pipelines.catalog.storage import S3Location, read_partitions
 from pipelines.warehouse.store import DEFAULT_GC_GRACE, check_partition, replace_partition
 
 # S3 has no rename and no lock, but a PUT is atomic and (AWS since 2024, MinIO, moto) conditional:
@@ -29,49 +27,6 @@ from pipelines.warehouse.store import DEFAULT_GC_GRACE, check_partition, replace
 
 class CommitConflictError(RuntimeError):
     """The manifest kept changing under this writer for every one of its attempts."""
-
-
-@dataclass(frozen=True)
-class S3Location:
-    """`s3://bucket/prefix` on an S3-compatible endpoint (None: AWS); credentials from AWS_* env."""
-
-    bucket: str
-    prefix: str
-    endpoint_url: str | None = None
-    region: str | None = None
-
-    @classmethod
-    def parse(cls, url: str, endpoint_url: str | None = None, region: str | None = None) -> S3Location:  # fmt: skip
-        parsed = urlparse(url)
-        if parsed.scheme != "s3" or not parsed.netloc:
-            raise ValueError(f"{url!r} is not an s3://bucket[/prefix] URL")
-        return cls(parsed.netloc, parsed.path.strip("/"), endpoint_url, region)
-
-    @property
-    def url(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
-
-    def key(self, relative: str) -> str:
-        return f"{self.prefix}/{relative}" if self.prefix else relative
-
-    def arrow_path(self, relative: str) -> str:
-        """`bucket/key`: how pyarrow's S3FileSystem names an object."""
-        return f"{self.bucket}/{self.key(relative)}"
-
-    def client(self) -> Any:
-        import boto3
-
-        return boto3.client("s3", endpoint_url=self.endpoint_url, region_name=self.region)
-
-    def filesystem(self) -> pafs.S3FileSystem:
-        if self.endpoint_url is None:
-            return pafs.S3FileSystem(region=self.region)
-        endpoint = urlparse(self.endpoint_url)
-        return pafs.S3FileSystem(
-            endpoint_override=endpoint.netloc,
-            scheme=endpoint.scheme or "https",
-            region=self.region or "us-east-1",
-        )
 
 
 @dataclass(frozen=True)
@@ -136,23 +91,7 @@ class ObjectWarehouse:
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), in catalog schema."""
-        manifest = self.snapshot().manifest
-        partitions = manifest.tables.get(table.name, {}) if manifest else {}
-        wanted = sorted(partitions) if markets is None else list(markets)
-        missing = [m for m in wanted if m not in partitions]
-        if missing:
-            raise LookupError(
-                f"{table.name}: no partition {missing} in the warehouse at {self.location.url}; "
-                "materialize it first"
-            )
-        fs = self.location.filesystem()
-        frames = [
-            pl.from_arrow(
-                pq.read_table(self.location.arrow_path(partitions[m].path), filesystem=fs)
-            )
-            for m in wanted
-        ]
-        return pl.concat([f for f in frames if isinstance(f, pl.DataFrame)]) if frames else table.empty()  # fmt: skip
+        return read_partitions(self.location, table, markets, self.snapshot().manifest)
 
     def manifest(self) -> Manifest | None:
         return self.snapshot().manifest

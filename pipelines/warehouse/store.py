@@ -21,6 +21,7 @@ from pipelines.catalog import (
     read_manifest,
     write_manifest,
 )
+from pipelines.catalog.storage import LocalStorage, read_partitions
 from pipelines.warehouse import views
 
 WHOLE_TABLE = "all"
@@ -74,17 +75,7 @@ class Warehouse:
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), as one frame in catalog schema."""
-        manifest = read_manifest(self.root)
-        partitions = manifest.tables.get(table.name, {}) if manifest else {}
-        wanted = sorted(partitions) if markets is None else list(markets)
-        missing = [m for m in wanted if m not in partitions]
-        if missing:
-            raise LookupError(
-                f"{table.name}: no partition {missing} in the warehouse at {self.root}; "
-                "materialize it first"
-            )
-        frames = [pl.read_parquet(self.root / partitions[m].path) for m in wanted]
-        return pl.concat(frames) if frames else table.empty()
+        return read_partitions(LocalStorage(self.root), table, markets)
 
     def ensure_views(self) -> None:
         """Bring the DuckDB views up to the current manifest (empty typed views before any write).

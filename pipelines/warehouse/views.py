@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 from pipelines.catalog import TABLES, Manifest, Table
 
 if TYPE_CHECKING:
-    from pipelines.warehouse.object_store import S3Location
+    from pipelines.catalog.storage import S3Location
 
 META_VIEW = "_warehouse"
 """A one-row view naming the manifest version and warehouse root the views were built from."""
