@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import math
+import secrets
 import sqlite3
+import threading
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -75,10 +78,30 @@ CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), last RE
 """
 
 _ACCOUNT_COLUMNS = "plan, revoked_at, pack_balance, month, month_used, day, day_used"
+_SELECT_ACCOUNT = f"SELECT {_ACCOUNT_COLUMNS} FROM accounts WHERE key_id = ?"
+_UPDATE_COUNTERS = (
+    "UPDATE accounts SET pack_balance = ?, month = ?, month_used = ?, day = ?, day_used = ?"
+    " WHERE key_id = ?"
+)
+_INSERT_LEDGER = (
+    "INSERT INTO ledger (key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+Step = Callable[[sqlite3.Connection, float], Any]
+"""One request's atomic step, run inside a group transaction with the transaction's `now`."""
+_Pending = tuple[Step, "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
 class SqliteMeteringStore(MeteringStore):
-    """One connection on one dedicated thread per process; processes share the file (WAL)."""
+    """One connection on one dedicated thread per process; processes share the file (WAL).
+
+    Admits and settles are group-committed: the thread takes every step queued since its last
+    transaction and runs them all in ONE `BEGIN IMMEDIATE ... COMMIT`, each step in its own
+    savepoint (a step that raises is rolled back alone), and resolves each step's future only
+    after the COMMIT. Every step is still atomic and durable before its request goes on; under
+    load one transaction (lock, clock row, commit) serves many requests.
+    """
 
     def __init__(self, path: Path, config: MeteringConfig, clock: Clock | None = None) -> None:
         super().__init__(config, clock)
@@ -86,6 +109,12 @@ class SqliteMeteringStore(MeteringStore):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metering-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._pending: list[_Pending] = []
+        self._lock = threading.Lock()
+        self._draining = False
+        # Slot ids: unique across processes and hosts without a urandom call per request.
+        self._slot_prefix = secrets.token_hex(8)
+        self._slot_counter = itertools.count()
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -122,6 +151,88 @@ class SqliteMeteringStore(MeteringStore):
         conn.execute("COMMIT")
         return result
 
+    async def _grouped(self, step: Step) -> Any:
+        """Queue `step` for the next group transaction; its result once that transaction commits."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        with self._lock:
+            self._pending.append((step, future, loop))
+            start = not self._draining
+            self._draining = True
+        if start:
+            try:
+                self._executor.submit(self._drain)
+            except RuntimeError as exc:  # closed
+                with self._lock:
+                    self._draining = False
+                    self._pending.clear()
+                raise MeteringUnavailableError(f"metering store: {exc}") from exc
+        try:
+            return await future
+        except (sqlite3.OperationalError, OSError) as exc:
+            raise MeteringUnavailableError(f"metering store: {exc}") from exc
+
+    def _drain(self) -> None:
+        """On the store's thread: group-commit every queued step until the queue is empty."""
+        try:
+            while self._drain_once():
+                pass
+        except BaseException:
+            with self._lock:
+                self._draining = False
+            raise
+
+    def _drain_once(self) -> bool:
+        with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                self._draining = False
+                return False
+        outcomes = self._commit_group(batch)
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, bool, Any]]] = {}
+        for (_, future, loop), (ok, value) in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(loop, []).append((future, ok, value))
+        for loop, resolved in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting
+                loop.call_soon_threadsafe(_resolve, resolved)
+        return True
+
+    def _commit_group(self, batch: list[_Pending]) -> list[tuple[bool, Any]]:
+        """Run the steps in one BEGIN IMMEDIATE transaction: [(ok, result or exception)].
+
+        A step raising an SQLite or OS error fails the whole group (nothing committed); any other
+        exception is rolled back to the step's savepoint and fails that step alone.
+        """
+        single = len(batch) == 1
+        try:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+        except Exception as exc:
+            return [(False, exc)] * len(batch)
+        outcomes: list[tuple[bool, Any]] = []
+        try:
+            now = self._now(conn)
+            for step, _, _ in batch:
+                if single:
+                    outcomes.append((True, step(conn, now)))
+                    continue
+                conn.execute("SAVEPOINT step")
+                try:
+                    outcomes.append((True, step(conn, now)))
+                except (sqlite3.OperationalError, OSError):
+                    raise
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO step")
+                    outcomes.append((False, exc))
+                conn.execute("RELEASE step")
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            return [(False, exc)] * len(batch)
+        return outcomes
+
     def _now(self, conn: sqlite3.Connection) -> float:
         # One clock, never backwards across processes: the last time any transaction saw.
         now = self.clock() if self.clock else time.time()
@@ -150,12 +261,11 @@ class SqliteMeteringStore(MeteringStore):
         return await self._run(query)
 
     async def admit(self, account: Account, route: str, cost: int) -> Admission:
-        slot_id = uuid.uuid4().hex
-        return await self._run(
-            lambda conn: self._transaction(
-                conn, lambda now: self._admit(conn, account, route, cost, slot_id, now)
-            )
+        slot_id = f"{self._slot_prefix}{next(self._slot_counter):x}"
+        admission: Admission = await self._grouped(
+            lambda conn, now: self._admit(conn, account, route, cost, slot_id, now)
         )
+        return admission
 
     def _admit(
         self,
@@ -166,9 +276,7 @@ class SqliteMeteringStore(MeteringStore):
         slot: str,
         now: float,
     ) -> Admission:
-        row = conn.execute(
-            f"SELECT {_ACCOUNT_COLUMNS} FROM accounts WHERE key_id = ?", (account.key_id,)
-        ).fetchone()
+        row = conn.execute(_SELECT_ACCOUNT, (account.key_id,)).fetchone()
         if row is None or row[1] is not None:
             return Admission(Outcome.UNAUTHORIZED)
         plan = self.config.plan(row[0])
@@ -184,8 +292,7 @@ class SqliteMeteringStore(MeteringStore):
         from_base, from_packs = drawn
         self._record_admission(conn, account.key_id, slot, now, plan.limited)
         conn.execute(
-            "UPDATE accounts SET pack_balance = ?, month = ?, month_used = ?, day = ?, day_used = ?"
-            " WHERE key_id = ?",
+            _UPDATE_COUNTERS,
             (
                 packs - from_packs,
                 month_index(now),
@@ -245,20 +352,14 @@ class SqliteMeteringStore(MeteringStore):
         packs: int,
         ts: float,
     ) -> None:
-        conn.execute(
-            "INSERT INTO ledger (key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key_id, kind, route, status, tokens, base, packs, ts),
-        )
+        conn.execute(_INSERT_LEDGER, (key_id, kind, route, status, tokens, base, packs, ts))
 
     async def settle(
         self, charge: Charge, status: int, final: int | None = None
     ) -> tuple[int, Balance]:
         net = net_cost(status, charge.tokens, final)
-        balance = await self._run(
-            lambda conn: self._transaction(
-                conn, lambda now: self._settle(conn, charge, net, status, now)
-            )
+        balance: Balance = await self._grouped(
+            lambda conn, now: self._settle(conn, charge, net, status, now)
         )
         return net, balance
 
@@ -266,12 +367,16 @@ class SqliteMeteringStore(MeteringStore):
         self, conn: sqlite3.Connection, charge: Charge, net: int, status: int, now: float
     ) -> Balance:
         conn.execute("DELETE FROM in_flight WHERE slot_id = ?", (charge.slot_id,))
-        row = conn.execute(
-            f"SELECT {_ACCOUNT_COLUMNS} FROM accounts WHERE key_id = ?", (charge.key_id,)
-        ).fetchone()
+        row = conn.execute(_SELECT_ACCOUNT, (charge.key_id,)).fetchone()
         plan = self.config.plan(row[0])
         base_used, packs, today_used = self._counters(row, now)
         credit_packs, credit_base = split_credit(charge, net)
+        if credit_packs == 0 and credit_base == 0:
+            # Net equals the up-front charge (every 2xx of a fixed-cost route): the counters
+            # stand as the admit left them (a period reset reads the same either way), so the
+            # settle is the slot release and its `settle 0` ledger row.
+            self._ledger_row(conn, charge.key_id, "settle", charge.route, status, 0, 0, 0, now)
+            return balance_of(plan, base_used, packs, today_used)
         same_month = month_index(charge.ts) == month_index(now)
         if not same_month:
             credit_base = 0  # the base it came from has reset; nothing to give back
@@ -281,8 +386,7 @@ class SqliteMeteringStore(MeteringStore):
         base_used -= credit_base
         packs += credit_packs
         conn.execute(
-            "UPDATE accounts SET pack_balance = ?, month = ?, month_used = ?, day = ?, day_used = ?"
-            " WHERE key_id = ?",
+            _UPDATE_COUNTERS,
             (packs, month_index(now), base_used, day_index(now), today_used, charge.key_id),
         )
         kind = "credit" if credit else "settle"
@@ -409,3 +513,14 @@ class SqliteMeteringStore(MeteringStore):
             self._conn = None
         self._closed = True
         self._executor.shutdown(wait=True)
+
+
+def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:
+    """On the event loop: hand each committed step's result (or failure) to its waiter."""
+    for future, ok, value in resolved:
+        if future.done():  # the waiter was cancelled; its step ran (and committed) regardless
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)

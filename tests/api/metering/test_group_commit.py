@@ -1,0 +1,173 @@
+"""Group commit: many requests' admits and settles share one transaction (SQLite) or one round trip
+(Redis), yet each step stays atomic, nothing overspends, and no request goes on before its step is
+durable; a group that fails to commit serves nobody."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from api.metering.config import Limits, MeteringConfig
+from api.metering.model import MeteringUnavailableError, Outcome
+from api.metering.sqlite_store import SqliteMeteringStore
+from api.metering.store import MeteringStore, open_store
+
+from .conftest import FakeClock, new_account
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def roomy_config(config: MeteringConfig) -> MeteringConfig:
+    """Rate and connection limits out of the way, so only the budget binds."""
+    return msgspec.structs.replace(
+        config, limits=Limits(requests_per_window=100_000, concurrent=100_000)
+    )
+
+
+def group_sizes(store: MeteringStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the size of every group the store commits (SQLite: steps per transaction)."""
+    sizes: list[int] = []
+    assert isinstance(store, SqliteMeteringStore)
+    commit = store._commit_group
+
+    def recording(batch: list[Any]) -> list[tuple[bool, Any]]:
+        sizes.append(len(batch))
+        return commit(batch)
+
+    monkeypatch.setattr(store, "_commit_group", recording)
+    return sizes
+
+
+@contextmanager
+def thread_held(store: SqliteMeteringStore) -> Iterator[None]:
+    """Hold the store's thread busy, so every step queued meanwhile lands in one group."""
+    release = threading.Event()
+    store._executor.submit(release.wait)
+    try:
+        yield
+    finally:
+        release.set()
+
+
+async def test_one_store_under_concurrency_groups_steps_and_never_overspends(
+    store_url: str, roomy_config: MeteringConfig, clock: FakeClock
+) -> None:
+    """One worker, 400 requests at once on 1,000 tokens today: groups form, the budget holds."""
+    store = open_store(store_url, roomy_config, clock)
+    try:
+        account = await new_account(store)
+
+        async def request() -> int:
+            admission = await store.admit(account, "get-indicators", 7)
+            if admission.charge is None:
+                assert admission.outcome is Outcome.DAILY_LIMIT
+                return 0
+            net, balance = await store.settle(admission.charge, 200)
+            assert balance.remaining_today >= 0
+            return net
+
+        costs = await asyncio.gather(*(request() for _ in range(400)))
+        assert sum(costs) == 7 * (1000 // 7)
+        balance = await store.balance(account)
+        entries = await store.ledger(account.key_id)
+        assert sum(e.tokens for e in entries) == sum(costs) == 1000 - balance.remaining_today
+        assert balance.remaining == 3000 - sum(costs)
+        kinds = [e.kind for e in entries]
+        assert kinds.count("charge") == kinds.count("settle") == 1000 // 7
+    finally:
+        await store.close()
+
+
+async def test_sqlite_steps_queued_together_commit_in_one_transaction(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
+    try:
+        account = await new_account(store, "internal")
+        sizes = group_sizes(store, monkeypatch)
+        with thread_held(store):
+            admits = [asyncio.ensure_future(store.admit(account, "ping", 1)) for _ in range(8)]
+            await asyncio.sleep(0.05)
+            assert not any(admit.done() for admit in admits)  # nothing answers before the commit
+        admissions = await asyncio.gather(*admits)
+        assert sizes == [8]
+        assert all(a.outcome is Outcome.ADMITTED for a in admissions)
+        assert len({a.charge.slot_id for a in admissions if a.charge}) == 8
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 8
+    finally:
+        await store.close()
+
+
+async def test_sqlite_a_failing_step_is_rolled_back_alone(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock
+) -> None:
+    store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
+    try:
+        account = await new_account(store, "internal")
+
+        def write(conn: sqlite3.Connection, now: float, route: str) -> str:
+            store._ledger_row(conn, account.key_id, "charge", route, 0, 1, 1, 0, now)
+            return route
+
+        def fail(conn: sqlite3.Connection, now: float) -> str:
+            write(conn, now, "bad")
+            raise ValueError("this step's own failure")
+
+        with thread_held(store):
+            first = asyncio.ensure_future(store._grouped(lambda c, t: write(c, t, "one")))
+            bad = asyncio.ensure_future(store._grouped(fail))
+            last = asyncio.ensure_future(store._grouped(lambda c, t: write(c, t, "two")))
+            await asyncio.sleep(0.05)
+        assert await first == "one"
+        assert await last == "two"
+        with pytest.raises(ValueError, match="own failure"):
+            await bad
+        entries = await store.ledger(account.key_id)
+        assert [e.route for e in entries] == ["one", "two"]
+    finally:
+        await store.close()
+
+
+async def test_sqlite_a_group_that_cannot_commit_serves_nobody(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store error inside the group: every waiter gets MeteringUnavailableError, nothing is kept."""
+    store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
+    try:
+        account = await new_account(store, "internal")
+        admission = await store.admit(account, "ping", 1)
+        assert admission.charge is not None
+        broken = {"on": True}
+        settle = store._settle
+
+        def failing_settle(*args: Any) -> Any:
+            result = settle(*args)
+            if broken["on"]:
+                raise sqlite3.OperationalError("disk I/O error")
+            return result
+
+        monkeypatch.setattr(store, "_settle", failing_settle)
+        with thread_held(store):
+            admits = [asyncio.ensure_future(store.admit(account, "ping", 1)) for _ in range(4)]
+            settled = asyncio.ensure_future(store.settle(admission.charge, 200))
+            await asyncio.sleep(0.05)
+        for waiter in [*admits, settled]:
+            with pytest.raises(MeteringUnavailableError):
+                await waiter
+        broken["on"] = False
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)]  # the first admit only
+        net, _ = await store.settle(admission.charge, 200)
+        assert net == 1
+    finally:
+        await store.close()
