@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +17,12 @@ import msgspec
 import pytest
 
 from api.metering.config import Limits, MeteringConfig
-from api.metering.model import MeteringUnavailableError, Outcome
+from api.metering.model import Account, Charge, MeteringUnavailableError, Outcome
+from api.metering.redis_store import ADMIT, RedisMeteringStore, _Script
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import MeteringStore, open_store
 
-from .conftest import FakeClock, new_account
+from .conftest import REDIS_URL, FakeClock, new_account
 
 pytestmark = pytest.mark.anyio
 
@@ -169,5 +171,75 @@ async def test_sqlite_a_group_that_cannot_commit_serves_nobody(
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)]  # the first admit only
         net, _ = await store.settle(admission.charge, 200)
         assert net == 1
+    finally:
+        await store.close()
+
+
+# -- Redis: one pipelined round trip per group ----------------------------------------------------
+
+
+def redis_store(redis_prefix: str, config: MeteringConfig, clock: FakeClock) -> RedisMeteringStore:
+    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}", config, clock)
+    assert isinstance(store, RedisMeteringStore)
+    return store
+
+
+async def test_redis_steps_queued_together_go_out_in_one_round_trip(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        account = await new_account(store, "internal")
+        sizes: list[int] = []
+        send = store._send_group
+
+        async def recording(group: list[Any]) -> None:
+            sizes.append(len(group))
+            await send(group)
+
+        monkeypatch.setattr(store, "_send_group", recording)
+        admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(8)))
+        assert sizes == [8]
+        assert all(a.outcome is Outcome.ADMITTED for a in admissions)
+        settled = await asyncio.gather(
+            *(store.settle(a.charge, 404) for a in admissions if a.charge)
+        )
+        assert sizes == [8, 8]
+        assert [net for net, _ in settled] == [1] * 8
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 8 + [("settle", 0)] * 8
+    finally:
+        await store.close()
+
+
+async def test_redis_a_script_unknown_to_redis_is_loaded_and_run_once(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """NOSCRIPT (a restarted Redis) means the script did not run: it is loaded, then run once."""
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        account = await new_account(store, "sandbox")
+        fresh = f"{ADMIT}\n-- {uuid.uuid4().hex}\n"  # a script this Redis has never seen
+        store._admit_script = _Script.of(fresh)
+        admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(3)))
+        assert all(a.outcome is Outcome.ADMITTED for a in admissions)
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 3
+        assert (await store.balance(account)).remaining_today == 997
+    finally:
+        await store.close()
+
+
+async def test_redis_unreachable_admit_and_settle_fail_closed(config: MeteringConfig) -> None:
+    store = open_store("redis://127.0.0.1:1/0", config)
+    try:
+        account = Account("a" * 10, "sandbox")
+        results = await asyncio.gather(
+            *(store.admit(account, "ping", 1) for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(result, MeteringUnavailableError) for result in results)
+        charge = Charge("a" * 10, "ping", "slot", 1, 1, 0, 0.0)
+        with pytest.raises(MeteringUnavailableError):
+            await store.settle(charge, 200)
     finally:
         await store.close()
