@@ -18,7 +18,8 @@ from pipelines.webhooks.service import WebhookSettings, derive_events, webhook_s
 
 
 def _settings() -> WebhookSettings:
-    return webhook_settings(load_settings().data_dir)
+    settings = load_settings()
+    return webhook_settings(settings.data_dir, warehouse=settings.warehouse)
 
 
 @contextmanager
@@ -89,7 +90,7 @@ def send_test(subscription: str) -> None:
 def derive() -> None:
     """Derive events from the warehouse into the outbox now (the Dagster sensor does it after runs)."""
     with _opened() as (settings, config, outbox):
-        counts = derive_events(settings.warehouse_dir, outbox, config, time.time())
+        counts = derive_events(settings.warehouse, outbox, config, time.time())
         for family, count in sorted(counts.items()):
             click.echo(f"{family}\t{count} new")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS
+from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS, WarehouseStorage
 from pipelines.partitions import MARKET_PARTITIONS
 from pipelines.prices import checks
 from pipelines.prices.incremental import collect_prices, stored_partition
@@ -96,7 +96,7 @@ def rejects_result(asset: str, rejects: pl.DataFrame) -> dg.AssetCheckResult:
 
 
 def build_daily_prices(
-    warehouse_dir: Path, reference_day: date | None, embedded: bool
+    warehouse_dir: Path | WarehouseStorage, reference_day: date | None, embedded: bool
 ) -> dg.AssetsDefinition:
     """The multi-asset; `reference_day` None means today (UTC) at run time, for freshness."""
     specs = [

@@ -8,18 +8,25 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, read_manifest
+from pipelines.catalog import DAILY_PRICES, LocalStorage, WarehouseStorage, read_partitions
 from pipelines.prices.sources.base import PriceSource, RawBars
 from pipelines.prices.validate import validate_bars
 
 
-def stored_partition(warehouse_dir: Path, table: str, market: str) -> pl.DataFrame | None:
-    """The table's current partition as the warehouse manifest names it, or None before the first."""
-    manifest = read_manifest(warehouse_dir)
+def stored_partition(
+    warehouse: Path | WarehouseStorage, table: str, market: str
+) -> pl.DataFrame | None:
+    """The table's current partition as the warehouse manifest names it (read through the
+    configured storage, local or object), or None before the first."""
+    storage = LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
+    manifest = storage.read_manifest()
     entry = manifest.tables.get(table, {}).get(market) if manifest else None
-    if entry is None or not (warehouse_dir / entry.path).is_file():
+    if entry is None:
         return None
-    return DAILY_PRICES.conform(pl.read_parquet(warehouse_dir / entry.path))
+    try:
+        return read_partitions(storage, DAILY_PRICES, [market], manifest)
+    except OSError:  # the file is gone (a warehouse being repaired): fetch everything again
+        return None
 
 
 def fetch_plan(

@@ -2,12 +2,10 @@
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
-from pipelines.catalog import TABLES
 from pipelines.catalog import trades as catalog
 from pipelines.catalog.schema import Table
 from pipelines.partitions import MARKET_PARTITIONS
@@ -16,18 +14,10 @@ from pipelines.simulator import checks, scoring
 from pipelines.simulator.backtests import simulate
 from pipelines.simulator.engine import Costs
 from pipelines.simulator.strategies import STRATEGIES
-from pipelines.warehouse.store import Warehouse
+from pipelines.warehouse.io_manager import MISSING_AS_EMPTY
 
 TREND_SEGMENTS = dg.AssetKey("trend_segments")
-"""The trends domain's table (market, symbol, is_running, trend, trend_duration_days)."""
-NO_TRENDS = pl.DataFrame(
-    schema={
-        "symbol": pl.String,
-        "is_running": pl.Boolean,
-        "trend": pl.String,
-        "trend_duration_days": pl.Int64,
-    }
-)
+"""The trends domain's table; the scorecards use its running segment of each symbol."""
 
 Check = Callable[[dict[str, pl.DataFrame]], pl.DataFrame]
 CHECKS: dict[tuple[str, str], tuple[str, Check]] = {
@@ -133,30 +123,13 @@ def check_results(tables: dict[str, pl.DataFrame]) -> Iterator[dg.AssetCheckResu
         )
 
 
-def stored_trends(warehouse_dir: Path, market: str) -> pl.DataFrame:
-    """The market's `trend_segments` partition, or no rows (trend null) when there is none yet."""
-    table = TABLES.get(TREND_SEGMENTS.path[-1])
-    if table is None:
-        return NO_TRENDS
-    try:
-        return Warehouse(root=warehouse_dir).read(table, [market])
-    except LookupError:
-        return NO_TRENDS
-
-
-def build_trade_simulator(
-    config: SimulatorConfig,
-    warehouse_dir: Path,
-    read_trends: Callable[[str], pl.DataFrame] | None = None,
-) -> dg.AssetsDefinition:
+def build_trade_simulator(config: SimulatorConfig) -> dg.AssetsDefinition:
     """The `trade_simulator` multi-asset: the five catalog tables of one market per run.
 
-    `trend_segments` is a dependency (it runs first when both are selected) read from the
-    warehouse rather than an input, so the graph resolves whether or not the trends domain is
-    loaded; a market without trends gets null trend and trend_duration. `read_trends` (market ->
-    frame) replaces the warehouse read in tests.
+    `trend_segments` is an input read through the IO manager (so from whatever storage the
+    warehouse is configured on); a market whose trends are not materialized yet reads it as no
+    rows and gets null trend and trend_duration.
     """
-    trends_of = read_trends or (lambda market: stored_trends(warehouse_dir, market))
     specs = [
         dg.AssetCheckSpec(name, asset=asset, description=description)
         for (asset, name), (description, _) in CHECKS.items()
@@ -168,8 +141,8 @@ def build_trade_simulator(
         ins={
             "daily_prices": dg.AssetIn(key="daily_prices"),
             "instruments": dg.AssetIn(key="instruments"),
+            "trend_segments": dg.AssetIn(key=TREND_SEGMENTS, metadata={MISSING_AS_EMPTY: True}),
         },
-        deps=[TREND_SEGMENTS],
         partitions_def=MARKET_PARTITIONS,
         check_specs=specs,
         group_name="simulator",
@@ -178,10 +151,10 @@ def build_trade_simulator(
         context: dg.AssetExecutionContext,
         daily_prices: pl.DataFrame,
         instruments: pl.DataFrame,
+        trend_segments: pl.DataFrame,
     ) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
         market = context.partition_key
-        trends = trends_of(market)
-        tables = simulator_tables(daily_prices, instruments, trends, market, config)
+        tables = simulator_tables(daily_prices, instruments, trend_segments, market, config)
         for name, frame in tables.items():
             yield dg.Output(frame, output_name=name, metadata={"dagster/row_count": frame.height})
         yield from check_results(tables)

@@ -8,5 +8,5 @@ from pipelines.simulator.assets import SimulatorConfig, build_trade_simulator
 
 def build_defs(settings: PipelineSettings, config: SimulatorConfig | None = None) -> dg.Definitions:
     """Assets backtest_trades, backtest_summaries, current_actions, scorecards, recommendations."""
-    simulator = build_trade_simulator(config or SimulatorConfig(), settings.warehouse_dir)
+    simulator = build_trade_simulator(config or SimulatorConfig())
     return dg.Definitions(assets=[simulator])

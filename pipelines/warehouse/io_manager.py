@@ -12,6 +12,9 @@ from pipelines.catalog import TABLES, Table
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
 from pipelines.warehouse.store import WHOLE_TABLE, Warehouse
 
+MISSING_AS_EMPTY = "warehouse/missing_as_empty"
+"""Input metadata: read partitions not materialized yet as no rows (an optional upstream)."""
+
 
 class WarehouseIOManager(dg.ConfigurableIOManager):
     """Writes `pl.DataFrame` outputs to `<warehouse_dir>/<table>/market=<partition>/` via the manifest.
@@ -51,9 +54,19 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         )
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        """The upstream table's partitions; with input metadata `{MISSING_AS_EMPTY: True}` a
+        partition not stored yet reads as no rows instead of failing the step."""
         table = table_for(context.asset_key)
         markets = context.asset_partition_keys if context.has_asset_partitions else None
-        return self.warehouse().read(table, markets)
+        try:
+            return self.warehouse().read(table, markets)
+        except LookupError:
+            if not (context.definition_metadata or {}).get(MISSING_AS_EMPTY):
+                raise
+        stored = self.warehouse().manifest()
+        present = set(stored.tables.get(table.name, {})) if stored else set()
+        kept = [m for m in markets or () if m in present]
+        return self.warehouse().read(table, kept) if kept else table.empty()
 
     def warehouse(self) -> Warehouse | ObjectWarehouse:
         """The one store the configuration names: object storage for s3:// roots, else local."""

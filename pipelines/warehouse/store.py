@@ -77,6 +77,9 @@ class Warehouse:
         """The current rows of `markets` (every partition when None), as one frame in catalog schema."""
         return read_partitions(LocalStorage(self.root), table, markets)
 
+    def manifest(self) -> Manifest | None:
+        return read_manifest(self.root)
+
     def ensure_views(self) -> None:
         """Bring the DuckDB views up to the current manifest (empty typed views before any write).
 

@@ -4,7 +4,6 @@ import time
 
 import dagster as dg
 
-from pipelines.catalog import read_manifest
 from pipelines.settings import PipelineSettings
 from pipelines.webhooks.delivery import Worker
 from pipelines.webhooks.service import WebhookSettings, derive_events, webhook_settings
@@ -16,7 +15,7 @@ def build_defs(
     settings: PipelineSettings, webhooks: WebhookSettings | None = None
 ) -> dg.Definitions:
     """Sensors `webhook_events` and `webhook_delivery_sensor`, job `webhook_delivery`."""
-    resolved = webhooks or webhook_settings(settings.data_dir)
+    resolved = webhooks or webhook_settings(settings.data_dir, warehouse=settings.warehouse)
     job = _delivery_job(resolved)
     return dg.Definitions(
         jobs=[job], sensors=[_events_sensor(resolved), _delivery_sensor(resolved)]
@@ -31,12 +30,12 @@ def _events_sensor(webhooks: WebhookSettings) -> dg.SensorDefinition:
         description="After every warehouse write (a new manifest version), derive events into the outbox.",
     )
     def webhook_events(context: dg.SensorEvaluationContext) -> dg.SkipReason:
-        manifest = read_manifest(webhooks.warehouse_dir)
+        manifest = webhooks.warehouse.read_manifest()
         if manifest is None or context.cursor == str(manifest.version):
             return dg.SkipReason("no new warehouse version")
         outbox = webhooks.open_outbox()
         try:
-            counts = derive_events(webhooks.warehouse_dir, outbox, webhooks.load(), time.time())
+            counts = derive_events(webhooks.warehouse, outbox, webhooks.load(), time.time())
         finally:
             outbox.close()
         context.update_cursor(str(manifest.version))

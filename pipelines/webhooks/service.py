@@ -18,10 +18,11 @@ from pipelines.catalog import (
     CURRENT_ACTIONS,
     SENTIMENT_DAILY,
     TABLES,
+    LocalStorage,
     Table,
-    read_manifest,
+    WarehouseStorage,
+    read_partitions,
 )
-from pipelines.warehouse.store import Warehouse
 from pipelines.webhooks import derive
 from pipelines.webhooks.config import WebhooksConfig, load_config
 from pipelines.webhooks.events import Event
@@ -34,7 +35,12 @@ class WebhookSettings:
 
     config_path: Path | None
     outbox_path: Path
-    warehouse_dir: Path
+    warehouse_dir: Path | WarehouseStorage
+    """The warehouse events are derived from (a local directory, or the configured storage)."""
+
+    @property
+    def warehouse(self) -> WarehouseStorage:
+        return storage_of(self.warehouse_dir)
 
     def load(self) -> WebhooksConfig:
         """The webhooks file as it is now (operators edit it; read it on every use)."""
@@ -44,15 +50,24 @@ class WebhookSettings:
         return Outbox(self.outbox_path)
 
 
-def webhook_settings(data_dir: Path, env: Mapping[str, str] | None = None) -> WebhookSettings:
-    """`MI_WEBHOOKS` (the webhooks TOML; unset: no subscriptions) and `MI_WEBHOOKS_OUTBOX`."""
+def storage_of(warehouse: Path | WarehouseStorage) -> WarehouseStorage:
+    return LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
+
+
+def webhook_settings(
+    data_dir: Path,
+    env: Mapping[str, str] | None = None,
+    warehouse: WarehouseStorage | None = None,
+) -> WebhookSettings:
+    """`MI_WEBHOOKS` (the webhooks TOML; unset: no subscriptions) and `MI_WEBHOOKS_OUTBOX`; the
+    warehouse is `warehouse` (the pipeline's configured storage), else `<data_dir>/warehouse`."""
     env = os.environ if env is None else env
     config = env.get("MI_WEBHOOKS")
     outbox = env.get("MI_WEBHOOKS_OUTBOX")
     return WebhookSettings(
         config_path=Path(config).resolve() if config else None,
         outbox_path=Path(outbox).resolve() if outbox else data_dir / "webhooks" / "outbox.sqlite",
-        warehouse_dir=data_dir / "warehouse",
+        warehouse_dir=warehouse if warehouse is not None else data_dir / "warehouse",
     )
 
 
@@ -80,27 +95,26 @@ def _sentiment(config: WebhooksConfig, frame: pl.DataFrame) -> list[Event]:
 
 
 def derive_events(
-    warehouse_dir: Path, outbox: Outbox, config: WebhooksConfig, now: float
+    warehouse: Path | WarehouseStorage, outbox: Outbox, config: WebhooksConfig, now: float
 ) -> dict[str, int]:
     """Derive every family's events from the current warehouse into the outbox; new events per family.
 
     The first time a family's table is seen, its events are recorded as a baseline and not
     delivered: subscribers get what happens from then on, not the warehouse's history.
     """
-    manifest = read_manifest(warehouse_dir)
+    storage = storage_of(warehouse)
+    manifest = storage.read_manifest()
     if manifest is None:
         return {}
-    warehouse = Warehouse(root=warehouse_dir)
     counts: dict[str, int] = {}
     for family, table, build in _families(config):
         if not manifest.tables.get(table.name):
             continue
-        events = build(warehouse.read(table))
+        events = build(read_partitions(storage, table, manifest=manifest))
         counts[family] = _record(outbox, config, family, events, now)
     if manifest.tables.get(CURRENT_ACTIONS.name):
-        counts["actions"] = _record_action_changes(
-            outbox, config, warehouse.read(CURRENT_ACTIONS), now
-        )
+        actions = read_partitions(storage, CURRENT_ACTIONS, manifest=manifest)
+        counts["actions"] = _record_action_changes(outbox, config, actions, now)
     return counts
 
 

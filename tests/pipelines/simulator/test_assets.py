@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext
 
+from pipelines.catalog import TREND_SEGMENTS
 from pipelines.partitions import MARKET_PARTITIONS
 from pipelines.simulator.assets import SimulatorConfig, build_trade_simulator
 from pipelines.warehouse.io_manager import WarehouseIOManager
@@ -64,17 +65,21 @@ def instruments(context: AssetExecutionContext) -> pl.DataFrame:
     )
 
 
-def running_trends(market: str) -> pl.DataFrame:
-    """Stand-in for the trends domain's `trend_segments` (running segment of AAA only)."""
-    return pl.DataFrame(
+@dg.asset(partitions_def=MARKET_PARTITIONS)
+def trend_segments(context: AssetExecutionContext) -> pl.DataFrame:
+    """Stand-in for the trends domain's table (running segment of AAA only; other columns 0)."""
+    given = pl.DataFrame(
         {
-            "market": market,
+            "market": context.partition_key,
             "symbol": ["AAA", "AAA"],
+            "segment": [0, 1],
             "is_running": [False, True],
             "trend": ["down", "up"],
             "trend_duration_days": [40, 12],
         }
     )
+    filler = [pl.lit(0).cast(c.dtype).alias(c.name) for c in TREND_SEGMENTS.columns if c.name not in given.columns]  # fmt: skip
+    return TREND_SEGMENTS.conform(given.with_columns(filler))
 
 
 def test_one_market_materializes_all_five_tables_with_passing_checks(tmp_path: Path) -> None:
@@ -84,7 +89,8 @@ def test_one_market_materializes_all_five_tables_with_passing_checks(tmp_path: P
         [
             daily_prices,
             instruments,
-            build_trade_simulator(SimulatorConfig(), warehouse, read_trends=running_trends),
+            trend_segments,
+            build_trade_simulator(SimulatorConfig()),
         ],
         resources={"io_manager": io_manager},
         partition_key="crypto",
@@ -106,3 +112,20 @@ def test_one_market_materializes_all_five_tables_with_passing_checks(tmp_path: P
     assert counts["current_actions"] == counts["scorecards"] == 6
     assert cards[0] == ("AAA", "aggressive", "up", 12, "Aaa")
     assert cards[2][2:4] == (None, None)
+
+
+def test_a_market_without_stored_trends_gets_null_trends(tmp_path: Path) -> None:
+    """trend_segments is an input that may not be materialized yet: it then reads as no rows."""
+    warehouse = tmp_path / "warehouse"
+    result = dg.materialize(
+        [daily_prices, instruments, trend_segments, build_trade_simulator(SimulatorConfig())],
+        resources={"io_manager": WarehouseIOManager(warehouse_dir=str(warehouse))},
+        partition_key="forex",
+        selection=dg.AssetSelection.all() - dg.AssetSelection.assets("trend_segments"),
+    )
+    assert result.success
+    with duckdb.connect() as db:
+        cards = db.execute(
+            f"select distinct trend, trend_duration from read_parquet('{warehouse}/scorecards/**/*.parquet')"
+        ).fetchall()
+    assert cards == [(None, None)]
