@@ -10,7 +10,7 @@ import msgspec
 from litestar.connection import ASGIConnection
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.metering.config import MARKETS, MeteringConfig, points_cost, request_cost
+from api.metering.config import MARKETS, MeteringConfig, ScaledCost, points_cost, request_cost
 from api.metering.model import (
     Admission,
     Balance,
@@ -62,7 +62,23 @@ def parse_authorization(headers: Any) -> tuple[bool, str | None]:
     return True, key
 
 
+_HEADER_CACHE: dict[tuple[int, Balance], list[tuple[bytes, bytes]]] = {}
+_HEADER_CACHE_SIZE = 4096
+
+
 def balance_headers(cost: int, balance: Balance) -> list[tuple[bytes, bytes]]:
+    """The five x-tokens-* headers (a fresh list; encoded values are reused across requests)."""
+    cached = _HEADER_CACHE.get((cost, balance))
+    if cached is not None:
+        return list(cached)
+    headers = _balance_headers(cost, balance)
+    if len(_HEADER_CACHE) >= _HEADER_CACHE_SIZE:
+        _HEADER_CACHE.clear()
+    _HEADER_CACHE[cost, balance] = headers
+    return list(headers)
+
+
+def _balance_headers(cost: int, balance: Balance) -> list[tuple[bytes, bytes]]:
     values = (
         (b"x-tokens-cost", cost),
         (b"x-tokens-limit", balance.limit),
@@ -114,7 +130,7 @@ class MeteringMiddleware:
             if account is None:
                 await _respond(send, 401, _UNAUTHORIZED)
                 return
-            cost = request_cost(self.config, operation, _query(scope), scope.get("path_params", {}))
+            cost = self._cost(operation, scope)
             admission = await self.store.admit(account, operation, cost)
         except MeteringUnavailableError:
             retry = [(b"retry-after", str(UNAVAILABLE_RETRY_AFTER).encode())]
@@ -127,6 +143,14 @@ class MeteringMiddleware:
             await self._payment_required(send, admission, scope)
             return
         await self._serve(scope, receive, send, operation, admission)
+
+    def _cost(self, operation: str, scope: Scope) -> int:
+        """The up-front cost; the query string is parsed only for a query-scaled cost."""
+        rule = self.config.cost_rule(operation)
+        if isinstance(rule, int):
+            return rule
+        query = _query(scope) if isinstance(rule, ScaledCost) and rule.source == "query" else {}
+        return request_cost(self.config, operation, query, scope.get("path_params", {}))
 
     def _entitled(self, plan: str, scope: Scope) -> bool:
         market = scope.get("path_params", {}).get("market")

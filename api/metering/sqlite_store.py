@@ -200,37 +200,28 @@ class SqliteMeteringStore(MeteringStore):
     def _commit_group(self, batch: list[_Pending]) -> list[tuple[bool, Any]]:
         """Run the steps in one BEGIN IMMEDIATE transaction: [(ok, result or exception)].
 
-        A step raising an SQLite or OS error fails the whole group (nothing committed); any other
-        exception is rolled back to the step's savepoint and fails that step alone.
+        An SQLite or OS error fails the whole group (nothing committed: the store is unavailable).
+        Any other exception in a step rolls the group back and runs each step again in its own
+        transaction, so that step fails alone (nothing was committed or answered before: steps
+        are functions of the stored state and `now`, safe to run again). No savepoints on the
+        common path.
         """
-        single = len(batch) == 1
         try:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
         except Exception as exc:
             return [(False, exc)] * len(batch)
-        outcomes: list[tuple[bool, Any]] = []
         try:
             now = self._now(conn)
-            for step, _, _ in batch:
-                if single:
-                    outcomes.append((True, step(conn, now)))
-                    continue
-                conn.execute("SAVEPOINT step")
-                try:
-                    outcomes.append((True, step(conn, now)))
-                except (sqlite3.OperationalError, OSError):
-                    raise
-                except Exception as exc:
-                    conn.execute("ROLLBACK TO step")
-                    outcomes.append((False, exc))
-                conn.execute("RELEASE step")
+            outcomes: list[tuple[bool, Any]] = [(True, step(conn, now)) for step, _, _ in batch]
             conn.execute("COMMIT")
         except Exception as exc:
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-            return [(False, exc)] * len(batch)
+            if len(batch) == 1 or isinstance(exc, sqlite3.OperationalError | OSError):
+                return [(False, exc)] * len(batch)
+            return [self._commit_group([pending])[0] for pending in batch]
         return outcomes
 
     def _now(self, conn: sqlite3.Connection) -> float:
