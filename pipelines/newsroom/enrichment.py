@@ -12,6 +12,7 @@ import msgspec
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from pipelines.newsroom import lexicon
+from pipelines.newsroom.terms import term_pattern
 
 Tone = Literal["bullish", "bearish", "neutral"]
 Bias = Literal["fud", "fomo", "neutral"]
@@ -77,19 +78,9 @@ def clout_of(market: str, symbols: Sequence[str]) -> Clout:
     return "medium" if symbols else "low"
 
 
-def _term_pattern(terms: Sequence[str]) -> re.Pattern[str]:
-    def bounded(term: str) -> str:
-        head = r"(?<!\w)" if term[0].isalnum() else ""
-        tail = r"(?!\w)" if term[-1].isalnum() else ""
-        return head + re.escape(term) + tail
-
-    ordered = sorted(terms, key=len, reverse=True)
-    return re.compile("|".join(bounded(t) for t in ordered), re.IGNORECASE)
-
-
-_FOMO = _term_pattern(lexicon.FOMO_TERMS)
-_FUD = _term_pattern(lexicon.FUD_TERMS)
-_SPECULATION = _term_pattern(lexicon.SPECULATION_TERMS)
+_FOMO = term_pattern(lexicon.FOMO_TERMS)
+_FUD = term_pattern(lexicon.FUD_TERMS)
+_SPECULATION = term_pattern(lexicon.SPECULATION_TERMS)
 
 
 def weighted_hits(pattern: re.Pattern[str], title: str, body: str) -> int:

@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pipelines.newsroom.terms import trie_alternation
+
 ALIASES: dict[str, tuple[str, ...]] = {
     # crypto
     "BTC": ("bitcoin", "XBT"),
@@ -264,8 +266,7 @@ class AliasIndex:
         self._by_text: dict[str, list[Alias]] = {}
         for alias in aliases:
             self._by_text.setdefault(alias.text.lower(), []).append(alias)
-        texts = sorted(self._by_text, key=lambda t: (-len(t), t))
-        alternation = "|".join(re.escape(t) for t in texts) or r"(?!x)x"
+        alternation = trie_alternation(self._by_text) or r"(?!x)x"  # longest alias first
         self._pattern = re.compile(rf"(?<![\w&/.])(?:{alternation})(?![\w&]|\.\w)", re.IGNORECASE)
 
     @property

@@ -5,19 +5,13 @@ from __future__ import annotations
 import re
 
 from pipelines.newsroom import lexicon
+from pipelines.newsroom.terms import term_pattern
 
 DEFAULT_TOPIC = "price"
 """The topic of a brief whose words name no other theme: a market move."""
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (
-        name,
-        re.compile(
-            "|".join(rf"(?<!\w){re.escape(w)}(?!\w)" for w in sorted(words, key=len, reverse=True)),
-            re.IGNORECASE,
-        ),
-    )
-    for name, words in lexicon.TOPICS
+    (name, term_pattern(words)) for name, words in lexicon.TOPICS
 )
 
 
