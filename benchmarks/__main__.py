@@ -1,4 +1,4 @@
-"""`python -m benchmarks [--only api,metering,analytics]`: one table, also written as JSON."""
+"""`python -m benchmarks [--only api,metering,analytics,pipeline]`: one table, also written as JSON."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from benchmarks.analytics import analytics_section
 from benchmarks.figures import Figure, markdown, read_json, table, write_json
 from benchmarks.load import wrk_available
+from benchmarks.pipeline import END_DATE, INCREMENTAL_SIZE, SIZES, pipeline_section
 from benchmarks.serving import LoadPlan, Workspace, api_section, metering_section
 
-SECTIONS = ("analytics", "api", "metering")
+SECTIONS = ("analytics", "api", "metering", "pipeline")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -31,6 +33,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="server workers (mi serve's)")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--tool", choices=["auto", "wrk", "python"], default="auto")
+    parser.add_argument(
+        "--api-metering",
+        choices=["sqlite", "off"],
+        default="sqlite",
+        help="api section: metered on SQLite (default) or MI_METERING_URL=off (the route path alone)",
+    )
     parser.add_argument("--symbols", type=int, default=1000, help="scaled universe: symbols")
     parser.add_argument("--days", type=int, default=1600, help="scaled universe: days")
     parser.add_argument("--repeats", type=int, default=3, help="indicator ratio: median of")
@@ -38,12 +46,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--data-dir", type=Path, help="a materialized data dir to reuse (default: a fresh one)"
     )
     parser.add_argument("--no-embedded", action="store_true", help="skip embedded analytics")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(map(str, SIZES)),
+        help="pipeline: instruments of each full materialization (comma-separated)",
+    )
+    parser.add_argument(
+        "--incremental",
+        type=int,
+        default=INCREMENTAL_SIZE,
+        help="pipeline: instruments of the incremental daily run (0: none)",
+    )
+    parser.add_argument(
+        "--end-date",
+        type=date.fromisoformat,
+        default=END_DATE,
+        help="pipeline: MI_END_DATE of the full runs",
+    )
     parser.add_argument("--out", type=Path, default=Path("data/bench"), help="JSON directory")
     parser.add_argument(
         "--markdown", type=Path, metavar="JSON", help="print a written run as Markdown and exit"
     )
     args = parser.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    args.sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
     unknown = set(args.sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
@@ -58,7 +84,14 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
             print("  wrk not found (apt-get install -y wrk): using the asyncio/httpx loader, "
                   "which saturates before the server does", file=sys.stderr)  # fmt: skip
     return LoadPlan(
-        args.connections, args.seconds, args.warmup, args.rounds, args.workers, args.server, tool
+        args.connections,
+        args.seconds,
+        args.warmup,
+        args.rounds,
+        args.workers,
+        args.server,
+        tool,
+        args.api_metering,
     )
 
 
@@ -79,6 +112,9 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         ),
         "api": lambda: api_section(workspace, plan, log),
         "metering": lambda: metering_section(workspace, plan, log),
+        "pipeline": lambda: pipeline_section(
+            scratch, args.out, args.sizes, args.incremental or None, args.end_date
+        ),
     }
     info: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -91,6 +127,11 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         "workers": plan.workers,
         "server": plan.server,
         "scaled_universe": [args.symbols, args.days],
+        "pipeline": {
+            "sizes": args.sizes,
+            "incremental": args.incremental,
+            "end_date": args.end_date.isoformat(),
+        },
         "section_seconds": {},
     }
     figures: list[Figure] = []

@@ -54,6 +54,8 @@ class LoadPlan:
     workers: int = 1
     server: str = "granian"
     tool: str = "auto"
+    api_metering: str = "sqlite"
+    """The api section's server: `sqlite` (metered, the production default) or `off`."""
 
 
 @dataclass
@@ -172,9 +174,14 @@ def _price_body(api: Server, headers: dict[str, str], path: Path) -> int:
 
 
 def api_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Figure]:
-    """Each route of the real server (auth and SQLite metering on) next to the bare app."""
-    env = workspace.env(workspace.sqlite_url)
-    headers = {"Authorization": f"Bearer {create_key(env)}"}
+    """Each route of the real server (auth and SQLite metering on, or off with
+    `--api-metering off`) next to the bare app."""
+    if plan.api_metering == "off":
+        env = workspace.env("off")
+        headers = {"Authorization": "Bearer unused"}  # same request bytes; nothing reads it
+    else:
+        env = workspace.env(workspace.sqlite_url)
+        headers = {"Authorization": f"Bearer {create_key(env)}"}
     with ExitStack() as stack:
         api = stack.enter_context(_api_server(env, plan, log))
         body_path = workspace.root / "price-history.json"
