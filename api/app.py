@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
 from litestar import Litestar, Router
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging import LoggingConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.plugins import InitPluginProtocol
 
-from api.dependencies import constant, snapshot_provider
+from api.dependencies import SERVING_STATE, Serving, constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
 from api.metering.plugin import MeteringPlugin, metering_enabled
@@ -58,6 +59,7 @@ def create_app(
             "health": constant(health),
             "snapshot": Provide(snapshot_provider(reader), sync_to_thread=False),
         },
+        state=State({SERVING_STATE: Serving(reader, settings)}),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[reader_lifespan],
         openapi_config=_openapi_config(settings),

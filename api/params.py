@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from litestar import Request
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
 from pipelines.catalog import MARKETS
@@ -41,16 +38,6 @@ CRYPTO_ONLY: tuple[str, ...] = ("crypto",)
 NON_CRYPTO: tuple[str, ...] = ("forex", "commodities", "stocks")
 """Markets of get-current-trend and get-trend-segments."""
 STRATEGIES: tuple[str, ...] = ("aggressive", "conservative")
-
-
-def market_segment(request: Request[Any, Any, Any]) -> str:
-    """The `{market}` segment, or `crypto` on routes mounted under the literal /api/v2/crypto/.
-
-    Litestar's router does not fall back from a literal segment to a `{market}` parameter, so
-    every /api/v2 group is mounted under both; handlers read the market from here.
-    """
-    segment = request.path_params.get("market", "crypto")
-    return str(segment)
 
 
 def route_market(segment: str, live_markets: Sequence[str], serves: Sequence[str] = MARKETS) -> str:

@@ -6,21 +6,22 @@ from datetime import date, datetime
 from typing import Any, TypeVar
 
 import msgspec
-from litestar import Controller
-from litestar.di import Provide
+from litestar import Controller, Request
 
 from api.cache import cache_for
+from api.dependencies import market_segment, serving_of
+from api.dependencies import request_snapshot as request_snapshot  # for the controllers
+from api.dependencies import take_snapshot as take_snapshot
 from api.errors import DependencyUnavailable, NotFound
-from api.params import market_segment
 from api.schemas import Instrument, Wire
 from api.warehouse import QueryParams, WarehouseSnapshot
+from pipelines.catalog import MARKETS
 
 Row = dict[str, Any]
 W = TypeVar("W", bound=Wire)
 InstrumentIndex = dict[str, dict[str, Instrument]]
 """market -> upper-case symbol -> Instrument, built once per data version."""
 
-MARKET_DEPENDENCIES = {"market_segment": Provide(market_segment, sync_to_thread=False)}
 TABLE_RETRY_SECONDS = 60
 
 
@@ -41,6 +42,12 @@ def mounted(*controllers: type[Controller]) -> list[type[Controller]]:
         attributes = {"path": twin, "include_in_schema": False}
         mounts += [controller, type(f"{controller.__name__}Twin", (controller,), attributes)]
     return mounts
+
+
+def market_of(request: Request[Any, Any, Any], serves: tuple[str, ...] = MARKETS) -> str:
+    """The request's market (`{market}`, or crypto under /api/v2/crypto/): unknown 404, not
+    launched 404, a market the route does not serve 404 naming the ones it does."""
+    return serving_of(request).market(market_segment(request), serves)
 
 
 def require_tables(snapshot: WarehouseSnapshot, *names: str) -> None:

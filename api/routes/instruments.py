@@ -5,23 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 
 from api.errors import NotFound, error_responses
-from api.params import CRYPTO_ONLY, clamp, route_market
+from api.params import CRYPTO_ONLY, clamp
 from api.responses import serve
 from api.routes.common import (
-    MARKET_DEPENDENCIES,
     instrument,
     instrument_index,
+    market_of,
+    request_snapshot,
     require_tables,
     rows,
+    take_snapshot,
     to_wire,
 )
 from api.schemas import Instrument, InstrumentSearch, Scorecard, SymbolList
-from api.settings import ApiSettings
-from api.warehouse import WarehouseSnapshot
 
 SEARCH_LIMIT = 5
 
@@ -48,7 +47,7 @@ class InstrumentsController(Controller):
 
     path = "/api/v2/{market:str}/instruments"
     tags = ["instruments"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/list-symbols",
@@ -58,13 +57,11 @@ class InstrumentsController(Controller):
     async def list_symbols(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         limit: FromQuery[int] = 100,
         skip: FromQuery[int] = 0,
     ) -> Response[SymbolList]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         limit, skip = clamp(limit, 1, 1000), clamp(skip, 0)
         index = await instrument_index(snapshot)
 
@@ -81,12 +78,10 @@ class InstrumentsController(Controller):
     async def get_detail(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
     ) -> Response[Instrument]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         found = await instrument(snapshot, market, symbol)
 
         async def build() -> Instrument:
@@ -102,12 +97,10 @@ class InstrumentsController(Controller):
     async def search_instruments(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         term: FromPath[str],
     ) -> Response[InstrumentSearch]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         index = await instrument_index(snapshot)
 
         async def build() -> InstrumentSearch:
@@ -123,12 +116,10 @@ class InstrumentsController(Controller):
     async def scorecard(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
     ) -> Response[Scorecard]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "scorecards")
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from api.errors import error_responses
-from api.params import clamp, int_segment, route_market
+from api.params import clamp, int_segment
 from api.responses import serve
-from api.routes.common import instrument, iso_date, require_tables, rows
+from api.routes.common import (
+    instrument,
+    iso_date,
+    request_snapshot,
+    require_tables,
+    rows,
+    serving_of,
+    take_snapshot,
+)
 from api.schemas import (
     LegacyCoinTrends,
     LegacySentimentPoint,
@@ -19,8 +26,6 @@ from api.schemas import (
     LegacyTrend,
     LegacyTrendsSuccess,
 )
-from api.settings import ApiSettings
-from api.warehouse import WarehouseSnapshot
 
 DAY_MS = 86_400_000
 
@@ -31,6 +36,7 @@ class LegacyController(Controller):
 
     path = "/api/v2"
     tags = ["legacy"]  # noqa: RUF012 (Litestar reads this class attribute)
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/market/trends/{coin:str}",
@@ -40,11 +46,10 @@ class LegacyController(Controller):
     async def legacy_trends(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
         coin: FromPath[str],
     ) -> Response[LegacyTrendsSuccess]:
-        market = route_market("crypto", settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = serving_of(request).market("crypto")
         found = await instrument(snapshot, market, coin)
         require_tables(snapshot, "trend_segments")
 
@@ -79,12 +84,11 @@ class LegacyController(Controller):
     async def legacy_sentiment(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
         coin: FromPath[str],
         days: FromPath[str],
     ) -> Response[LegacySentimentSuccess]:
-        market = route_market("crypto", settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = serving_of(request).market("crypto")
         count = clamp(int_segment("days", days), 1, 3650)
         found = await instrument(snapshot, market, coin)
         require_tables(snapshot, "sentiment_topics")

@@ -6,23 +6,23 @@ import time
 from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 
 from api.errors import NotFound, error_responses
-from api.params import CRYPTO_ONLY, clamp, route_market
+from api.params import CRYPTO_ONLY, clamp
 from api.responses import serve
 from api.routes.common import (
-    MARKET_DEPENDENCIES,
     Row,
     instrument,
     iso_date,
+    market_of,
+    request_snapshot,
     require_tables,
     rows,
+    take_snapshot,
     to_wire,
 )
 from api.schemas import Brief, BriefList, InstrumentAnalysis, MarketSummary
-from api.settings import ApiSettings
 from api.warehouse import WarehouseSnapshot
 
 DAY_MS = 86_400_000
@@ -59,7 +59,7 @@ class NewsroomController(Controller):
 
     path = "/api/v2/{market:str}/newsroom"
     tags = ["newsroom"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/get-article/{article_id:str}",
@@ -69,12 +69,10 @@ class NewsroomController(Controller):
     async def get_article(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         article_id: FromPath[str],
     ) -> Response[Brief]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         require_tables(snapshot, "briefs")
 
         async def build() -> Brief:
@@ -94,13 +92,11 @@ class NewsroomController(Controller):
     async def get_recent_briefs(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         limit: FromQuery[int] = 10,
     ) -> Response[BriefList]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         limit = clamp(limit, 1, 500)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "briefs")
@@ -124,14 +120,12 @@ class NewsroomController(Controller):
     async def search_briefs(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         keywords: FromQuery[str | None] = None,
         limit: FromQuery[int] = 20,
     ) -> Response[BriefList]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         limit = clamp(limit, 1, 500)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "briefs")
@@ -156,7 +150,7 @@ class CryptoNewsroomController(Controller):
 
     path = "/api/v2/crypto/newsroom"
     tags = ["newsroom"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/get-instrument-analysis/{symbol:str}",
@@ -166,12 +160,10 @@ class CryptoNewsroomController(Controller):
     async def get_instrument_analysis(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
     ) -> Response[InstrumentAnalysis]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "instrument_analyses")
         fetch = latest(
@@ -195,11 +187,9 @@ class CryptoNewsroomController(Controller):
     async def get_market_summary(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
     ) -> Response[MarketSummary]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         require_tables(snapshot, "market_summaries")
         fetch = latest(snapshot, "market_summaries", "market = ?", [market])
 

@@ -5,23 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 
 from api.errors import error_responses
-from api.params import clamp, route_market
+from api.params import clamp
 from api.responses import serve
 from api.routes.common import (
-    MARKET_DEPENDENCIES,
     instrument,
     iso_date,
+    market_of,
+    request_snapshot,
     require_tables,
     rows,
+    take_snapshot,
     to_wire,
 )
 from api.schemas import SentimentHistory, SentimentPoint
-from api.settings import ApiSettings
-from api.warehouse import WarehouseSnapshot
 
 
 class SentimentController(Controller):
@@ -29,7 +28,7 @@ class SentimentController(Controller):
 
     path = "/api/v2/{market:str}/sentiment"
     tags = ["sentiment"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/get-sentiment-history/{symbol:str}",
@@ -39,13 +38,11 @@ class SentimentController(Controller):
     async def get_sentiment_history(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         limit: FromQuery[int] = 30,
     ) -> Response[SentimentHistory]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         limit = clamp(limit, 1, 3650)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "sentiment_daily")

@@ -5,13 +5,21 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api.errors import InvalidParameter, NotFound, error_responses
-from api.params import clamp, int_segment, route_market
+from api.params import clamp, int_segment
 from api.responses import serve
-from api.routes.common import MARKET_DEPENDENCIES, Row, instrument, iso_date, require_tables, rows
+from api.routes.common import (
+    Row,
+    instrument,
+    iso_date,
+    market_of,
+    request_snapshot,
+    require_tables,
+    rows,
+    take_snapshot,
+)
 from api.schemas import (
     BollingerBands,
     FibonacciRetracement,
@@ -23,8 +31,6 @@ from api.schemas import (
     StochasticOscillator,
     Wire,
 )
-from api.settings import ApiSettings
-from api.warehouse import WarehouseSnapshot
 
 FIB_BOUNDS = ("fib_high", "fib_low")
 INT64 = {"type": "integer", "format": "int64"}
@@ -94,7 +100,7 @@ class TechnicalAnalysisController(Controller):
 
     path = "/api/v2/{market:str}/technical-analysis"
     tags = ["technical-analysis"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/get-price-history/{symbol:str}",
@@ -104,15 +110,13 @@ class TechnicalAnalysisController(Controller):
     async def get_price_history(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         limit: FromQuery[int | None] = None,
         start: Annotated[str | None, QueryParameter(name="from", schema_extra=INT64)] = None,
         end: Annotated[str | None, QueryParameter(name="to", schema_extra=INT64)] = None,
     ) -> Response[PriceHistory]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         start_ms = None if start is None else int_segment("from", start)
         end_ms = None if end is None else int_segment("to", end)
         if limit is not None and limit < 1:
@@ -137,13 +141,11 @@ class TechnicalAnalysisController(Controller):
     async def get_indicators(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         period: FromQuery[int] = 30,
     ) -> Response[Indicators]:
-        market = route_market(market_segment, settings.live_markets)
+        snapshot = request_snapshot(request)
+        market = market_of(request)
         period = clamp(period, 2, 365)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "indicator_snapshots")

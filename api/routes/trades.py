@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 
 from api.errors import NotFound, error_responses
@@ -15,17 +14,18 @@ from api.params import (
     STRATEGIES,
     clamp,
     int_segment,
-    route_market,
     strategy_param,
 )
 from api.responses import serve
 from api.routes.common import (
-    MARKET_DEPENDENCIES,
     Row,
     instrument,
     iso_date,
+    market_of,
+    request_snapshot,
     require_tables,
     rows,
+    take_snapshot,
     to_wire,
 )
 from api.schemas import (
@@ -44,8 +44,6 @@ from api.schemas import (
 from api.schemas import (
     TrendSegments as TrendSegmentsBody,
 )
-from api.settings import ApiSettings
-from api.warehouse import WarehouseSnapshot
 
 # A `years` beyond the symbol's history is served with its largest stored window (the full history).
 WINDOW = "years = (SELECT max(years) FROM {table} WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND years <= ?)"
@@ -90,7 +88,7 @@ class CryptoTradesController(Controller):
 
     path = "/api/v2/crypto/trades"
     tags = ["trades"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/get-backtest-history/{symbol:str}/{strategy:str}",
@@ -100,15 +98,13 @@ class CryptoTradesController(Controller):
     async def get_backtest_history(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         strategy: FromPath[str],
         years: FromQuery[int] = 2,
         limit: FromQuery[int] = 50,
     ) -> Response[TradeList]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         chosen, years, limit = strategy_param(strategy), clamp(years, 1, 20), clamp(limit, 1, 1000)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "backtest_trades")
@@ -130,14 +126,12 @@ class CryptoTradesController(Controller):
     async def get_backtest_summary(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         strategy: FromPath[str],
         years: FromQuery[int] = 2,
     ) -> Response[BacktestSummary]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         chosen, years = strategy_param(strategy), clamp(years, 1, 20)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "backtest_summaries")
@@ -166,13 +160,11 @@ class CryptoTradesController(Controller):
     async def get_current_action(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         strategy: FromPath[str],
     ) -> Response[CurrentAction]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         chosen = strategy_param(strategy)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "current_actions")
@@ -189,15 +181,13 @@ class CryptoTradesController(Controller):
     async def _recent(
         self,
         request: Request[Any, Any, Any],
-        snapshot: WarehouseSnapshot,
-        settings: ApiSettings,
-        segment: str,
         side: str,
         strategy: str | None,
         limit: int,
         skip: int,
     ) -> Response[TradeList]:
-        market = route_market(segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         chosen, limit, skip = strategies(strategy), clamp(limit, 1, 100), clamp(skip, 0)
         require_tables(snapshot, "backtest_trades")
         day = "start_date" if side == "buys" else "sell_date"
@@ -220,16 +210,11 @@ class CryptoTradesController(Controller):
     async def get_recent_buys(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         limit: FromQuery[int] = 10,
         skip: FromQuery[int] = 0,
         strategy: FromQuery[str | None] = None,
     ) -> Response[TradeList]:
-        return await self._recent(
-            request, snapshot, settings, market_segment, "buys", strategy, limit, skip
-        )
+        return await self._recent(request, "buys", strategy, limit, skip)
 
     @get(
         "/get-recent-sells",
@@ -239,16 +224,11 @@ class CryptoTradesController(Controller):
     async def get_recent_sells(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         limit: FromQuery[int] = 10,
         skip: FromQuery[int] = 0,
         strategy: FromQuery[str | None] = None,
     ) -> Response[TradeList]:
-        return await self._recent(
-            request, snapshot, settings, market_segment, "sells", strategy, limit, skip
-        )
+        return await self._recent(request, "sells", strategy, limit, skip)
 
     @get(
         "/get-recommendations",
@@ -258,14 +238,12 @@ class CryptoTradesController(Controller):
     async def get_recommendations(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         strategy: FromQuery[str] = "aggressive",
         limit: FromQuery[int] = 10,
         min_score: FromQuery[float] = 3.5,
     ) -> Response[RecommendationList]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         chosen, limit = strategy_param(strategy), clamp(limit, 1, 100)
         require_tables(snapshot, "recommendations")
 
@@ -289,13 +267,11 @@ class CryptoTradesController(Controller):
     async def get_trend_history(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         limit: FromPath[str],
     ) -> Response[TrendHistory]:
-        market = route_market(market_segment, settings.live_markets, CRYPTO_ONLY)
+        snapshot = request_snapshot(request)
+        market = market_of(request, CRYPTO_ONLY)
         count = clamp(int_segment("limit", limit), 1, 5000)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "trend_history")
@@ -317,7 +293,7 @@ class MarketTradesController(Controller):
 
     path = "/api/v2/{market:str}/trades"
     tags = ["trades"]  # noqa: RUF012 (Litestar reads this class attribute)
-    dependencies = MARKET_DEPENDENCIES
+    before_request = staticmethod(take_snapshot)
 
     @get(
         "/get-current-trend/{symbol:str}",
@@ -327,12 +303,10 @@ class MarketTradesController(Controller):
     async def get_current_trend(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
     ) -> Response[CurrentTrend]:
-        market = route_market(market_segment, settings.live_markets, NON_CRYPTO)
+        snapshot = request_snapshot(request)
+        market = market_of(request, NON_CRYPTO)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "trend_segments")
 
@@ -356,13 +330,11 @@ class MarketTradesController(Controller):
     async def get_trend_segments(
         self,
         request: Request[Any, Any, Any],
-        snapshot: NamedDependency[WarehouseSnapshot],
-        settings: NamedDependency[ApiSettings],
-        market_segment: NamedDependency[str],
         symbol: FromPath[str],
         limit: FromQuery[int] = 50,
     ) -> Response[TrendSegmentsBody]:
-        market = route_market(market_segment, settings.live_markets, NON_CRYPTO)
+        snapshot = request_snapshot(request)
+        market = market_of(request, NON_CRYPTO)
         limit = clamp(limit, 1, 500)
         found = await instrument(snapshot, market, symbol)
         require_tables(snapshot, "trend_segments")
