@@ -33,6 +33,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="server workers (mi serve's)")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--tool", choices=["auto", "wrk", "python"], default="auto")
+    parser.add_argument(
+        "--api-metering",
+        choices=["sqlite", "off"],
+        default="sqlite",
+        help="api section: metered on SQLite (default) or MI_METERING_URL=off (the route path alone)",
+    )
     parser.add_argument("--symbols", type=int, default=1000, help="scaled universe: symbols")
     parser.add_argument("--days", type=int, default=1600, help="scaled universe: days")
     parser.add_argument("--repeats", type=int, default=3, help="indicator ratio: median of")
@@ -78,7 +84,14 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
             print("  wrk not found (apt-get install -y wrk): using the asyncio/httpx loader, "
                   "which saturates before the server does", file=sys.stderr)  # fmt: skip
     return LoadPlan(
-        args.connections, args.seconds, args.warmup, args.rounds, args.workers, args.server, tool
+        args.connections,
+        args.seconds,
+        args.warmup,
+        args.rounds,
+        args.workers,
+        args.server,
+        tool,
+        args.api_metering,
     )
 
 
