@@ -145,8 +145,9 @@ def _load_tables(
         for name, partitions in sorted(manifest.tables.items())
         for market, entry in sorted(partitions.items())
     ]
+    filesystem = storage.filesystem()  # one client for every object (it is thread-safe)
     with ThreadPoolExecutor(LOAD_THREADS) as pool:
-        fetched = list(pool.map(lambda e: read_files(storage, [e[2].path])[0], entries))
+        fetched = list(pool.map(lambda e: read_files(storage, [e[2].path], filesystem)[0], entries))  # fmt: skip
     by_table: dict[str, list[pa.Table]] = {}
     for (name, market, entry), table in zip(entries, fetched, strict=True):
         if table.num_rows != entry.rows:

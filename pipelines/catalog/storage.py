@@ -159,9 +159,13 @@ def open_storage(
     return LocalStorage(Path(location))
 
 
-def read_files(storage: WarehouseStorage, relatives: Sequence[str]) -> list[pa.Table]:
+def read_files(
+    storage: WarehouseStorage,
+    relatives: Sequence[str],
+    filesystem: pafs.FileSystem | None = None,
+) -> list[pa.Table]:
     """The Parquet files (manifest paths) as arrow tables, one per file, in order."""
-    filesystem = storage.filesystem()
+    filesystem = filesystem or storage.filesystem()
     return [pq.read_table(storage.arrow_path(r), filesystem=filesystem) for r in relatives]
 
 
