@@ -88,6 +88,54 @@ _INSERT_LEDGER = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
+
+class _Group:
+    """One group transaction's write-back state: each account row is read once and written once,
+    and the ledger rows are inserted together, all before the group's COMMIT."""
+
+    __slots__ = ("conn", "day", "dirty", "ledger", "month", "rows")
+
+    def __init__(self, conn: sqlite3.Connection, now: float) -> None:
+        self.conn = conn
+        self.day = day_index(now)
+        self.month = month_index(now)
+        self.rows: dict[str, tuple[Any, ...] | None] = {}
+        self.dirty: set[str] = set()
+        self.ledger: list[tuple[Any, ...]] = []
+
+    def account(self, key_id: str) -> tuple[Any, ...] | None:
+        """(plan, revoked_at, pack_balance, month, month_used, day, day_used) as this group left it."""
+        if key_id in self.rows:
+            return self.rows[key_id]
+        row = self.conn.execute(_SELECT_ACCOUNT, (key_id,)).fetchone()
+        self.rows[key_id] = row
+        return row
+
+    def counters(self, row: tuple[Any, ...]) -> tuple[int, int, int]:
+        """(base used this month, pack balance, used today) at the group's `now`."""
+        _, _, packs, month, month_used, day, day_used = row
+        return (
+            (month_used if month == self.month else 0),
+            packs,
+            (day_used if day == self.day else 0),
+        )
+
+    def set_counters(self, key_id: str, packs: int, base_used: int, day_used: int) -> None:
+        row = self.rows[key_id]
+        assert row is not None
+        self.rows[key_id] = (row[0], row[1], packs, self.month, base_used, self.day, day_used)
+        self.dirty.add(key_id)
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.conn.executemany(
+                _UPDATE_COUNTERS,
+                [(*self.rows[key_id][2:], key_id) for key_id in self.dirty],  # type: ignore[index]
+            )
+        if self.ledger:
+            self.conn.executemany(_INSERT_LEDGER, self.ledger)
+
+
 Step = Callable[[sqlite3.Connection, float], Any]
 """One request's atomic step, run inside a group transaction with the transaction's `now`."""
 _Pending = tuple[Step, "asyncio.Future[Any]", asyncio.AbstractEventLoop]
@@ -110,6 +158,7 @@ class SqliteMeteringStore(MeteringStore):
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._pending: list[_Pending] = []
+        self._group: _Group | None = None  # the group transaction running on the thread
         self._lock = threading.Lock()
         self._draining = False
         # Slot ids: unique across processes and hosts without a urandom call per request.
@@ -213,7 +262,9 @@ class SqliteMeteringStore(MeteringStore):
             return [(False, exc)] * len(batch)
         try:
             now = self._now(conn)
+            self._group = _Group(conn, now)
             outcomes: list[tuple[bool, Any]] = [(True, step(conn, now)) for step, _, _ in batch]
+            self._group.flush()
             conn.execute("COMMIT")
         except Exception as exc:
             if conn.in_transaction:
@@ -267,11 +318,13 @@ class SqliteMeteringStore(MeteringStore):
         slot: str,
         now: float,
     ) -> Admission:
-        row = conn.execute(_SELECT_ACCOUNT, (account.key_id,)).fetchone()
+        group = self._group
+        assert group is not None
+        row = group.account(account.key_id)
         if row is None or row[1] is not None:
             return Admission(Outcome.UNAUTHORIZED)
         plan = self.config.plan(row[0])
-        base_used, packs, today_used = self._counters(row, now)
+        base_used, packs, today_used = group.counters(row)
         balance = balance_of(plan, base_used, packs, today_used)
         if plan.limited:
             refused = self._check_limits(conn, account.key_id, now)
@@ -282,18 +335,10 @@ class SqliteMeteringStore(MeteringStore):
             return Admission(drawn, balance)
         from_base, from_packs = drawn
         self._record_admission(conn, account.key_id, slot, now, plan.limited)
-        conn.execute(
-            _UPDATE_COUNTERS,
-            (
-                packs - from_packs,
-                month_index(now),
-                base_used + from_base,
-                day_index(now),
-                today_used + cost,
-                account.key_id,
-            ),
+        group.set_counters(
+            account.key_id, packs - from_packs, base_used + from_base, today_used + cost
         )
-        self._ledger_row(conn, account.key_id, "charge", route, 0, cost, from_base, from_packs, now)
+        group.ledger.append((account.key_id, "charge", route, 0, cost, from_base, from_packs, now))
         charge = Charge(account.key_id, route, slot, cost, from_base, from_packs, now)
         after = balance_of(plan, base_used + from_base, packs - from_packs, today_used + cost)
         return Admission(Outcome.ADMITTED, after, charge)
@@ -357,16 +402,20 @@ class SqliteMeteringStore(MeteringStore):
     def _settle(
         self, conn: sqlite3.Connection, charge: Charge, net: int, status: int, now: float
     ) -> Balance:
-        conn.execute("DELETE FROM in_flight WHERE slot_id = ?", (charge.slot_id,))
-        row = conn.execute(_SELECT_ACCOUNT, (charge.key_id,)).fetchone()
+        group = self._group
+        assert group is not None
+        row = group.account(charge.key_id)
+        assert row is not None  # keys are never deleted
         plan = self.config.plan(row[0])
-        base_used, packs, today_used = self._counters(row, now)
+        if plan.limited:  # an unlimited plan's admit took no slot
+            conn.execute("DELETE FROM in_flight WHERE slot_id = ?", (charge.slot_id,))
+        base_used, packs, today_used = group.counters(row)
         credit_packs, credit_base = split_credit(charge, net)
         if credit_packs == 0 and credit_base == 0:
             # Net equals the up-front charge (every 2xx of a fixed-cost route): the counters
             # stand as the admit left them (a period reset reads the same either way), so the
             # settle is the slot release and its `settle 0` ledger row.
-            self._ledger_row(conn, charge.key_id, "settle", charge.route, status, 0, 0, 0, now)
+            group.ledger.append((charge.key_id, "settle", charge.route, status, 0, 0, 0, now))
             return balance_of(plan, base_used, packs, today_used)
         same_month = month_index(charge.ts) == month_index(now)
         if not same_month:
@@ -376,21 +425,10 @@ class SqliteMeteringStore(MeteringStore):
             today_used -= credit
         base_used -= credit_base
         packs += credit_packs
-        conn.execute(
-            _UPDATE_COUNTERS,
-            (packs, month_index(now), base_used, day_index(now), today_used, charge.key_id),
-        )
+        group.set_counters(charge.key_id, packs, base_used, today_used)
         kind = "credit" if credit else "settle"
-        self._ledger_row(
-            conn,
-            charge.key_id,
-            kind,
-            charge.route,
-            status,
-            -credit,
-            -credit_base,
-            -credit_packs,
-            now,
+        group.ledger.append(
+            (charge.key_id, kind, charge.route, status, -credit, -credit_base, -credit_packs, now)
         )
         return balance_of(plan, base_used, packs, today_used)
 

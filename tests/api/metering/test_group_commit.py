@@ -243,3 +243,47 @@ async def test_redis_unreachable_admit_and_settle_fail_closed(config: MeteringCo
             await store.settle(charge, 200)
     finally:
         await store.close()
+
+
+async def test_sqlite_one_group_over_several_keys_writes_each_account_back_exactly(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """Charges and credits of two keys in one group: each key's counters and ledger are what the
+    same steps one transaction each would leave (rows are read once and written back once)."""
+    store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
+    try:
+        first, second = await new_account(store), await new_account(store)
+        await store.topup(second.key_id, 5)
+        with thread_held(store):
+            admits = [
+                asyncio.ensure_future(store.admit(account, "get-indicators", 8))
+                for account in (first, second, first, second)
+            ]
+            await asyncio.sleep(0.05)
+        admissions = await asyncio.gather(*admits)
+        charges = [a.charge for a in admissions]
+        assert all(charges)
+        with thread_held(store):
+            settles = [
+                asyncio.ensure_future(store.settle(charge, status))
+                for charge, status in zip(charges, (200, 503, 404, 200), strict=True)
+                if charge is not None
+            ]
+            await asyncio.sleep(0.05)
+        settled = await asyncio.gather(*settles)
+        assert [net for net, _ in settled] == [8, 1, 1, 8]
+        first_balance, second_balance = await store.balance(first), await store.balance(second)
+        assert settled[2][1] == first_balance  # the last settle of each key saw the final state
+        assert settled[3][1] == second_balance
+        assert first_balance.remaining_today == 1000 - 9
+        assert first_balance.remaining == 3000 - 9
+        assert second_balance.remaining_today == 1000 - 9
+        assert second_balance.remaining == 3000 + 5 - 9
+        for account, balance, packs in ((first, first_balance, 0), (second, second_balance, 5)):
+            entries = await store.ledger(account.key_id)
+            spent = sum(e.tokens for e in entries if e.kind != "topup")
+            assert balance.remaining == 3000 + packs - spent
+            order = ["settle", "credit"] if account is first else ["credit", "settle"]
+            assert [e.kind for e in entries if e.kind != "topup"] == ["charge", "charge", *order]
+    finally:
+        await store.close()
