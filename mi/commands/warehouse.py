@@ -6,7 +6,7 @@ import click
 import duckdb
 import polars as pl
 
-from pipelines.catalog import TABLES
+from pipelines.catalog import TABLES, S3Location
 from pipelines.settings import load_settings
 from pipelines.warehouse import views
 from pipelines.warehouse.store import Warehouse
@@ -38,6 +38,12 @@ def render(frame: pl.DataFrame, output: str, max_rows: int) -> str:
 def query(sql: str) -> pl.DataFrame:
     """Run `sql` on a read-only connection, after bringing the views up to the current manifest."""
     settings = load_settings()
+    storage = settings.warehouse
+    if isinstance(storage, S3Location):  # object storage: in-memory views over its objects
+        with duckdb.connect(":memory:") as con:
+            views.apply_object_views(con, storage, storage.read_manifest())
+            relation = con.sql(sql)
+            return relation.pl() if relation is not None else pl.DataFrame()
     warehouse = Warehouse(settings.warehouse_dir, settings.duckdb_path)
     warehouse.ensure_views()
     with views.connect(settings.duckdb_path) as con:

@@ -1,5 +1,5 @@
-"""Webhook events and the incremental price fetch read the warehouse through the configured storage,
-here an s3:// root on moto's S3 server: the same events as from a local directory."""
+"""Webhook events, the incremental price fetch and `mi sql` read the warehouse through the configured
+storage, here an s3:// root on moto's S3 server: the same results as from a local directory."""
 
 from __future__ import annotations
 
@@ -70,3 +70,21 @@ def test_the_incremental_price_fetch_reads_the_stored_s3_partition(location: S3L
     assert stored is not None
     assert stored.equals(price_frame([1.0, 2.0]))
     assert stored_partition(location, DAILY_PRICES.name, "forex") is None
+
+
+def test_mi_sql_queries_an_s3_warehouse(location: S3Location, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mi.cli import main
+
+    ObjectWarehouse(location).write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0]))
+    env = {
+        "MI_DATA_DIR": str(tmp_path),
+        "MI_WAREHOUSE_URL": location.url,
+        "MI_S3_ENDPOINT_URL": str(location.endpoint_url),
+    }
+    sql = "select count(*) as n, max(close) as top from daily_prices"
+    result = CliRunner().invoke(main, ["sql", "--format", "csv", sql], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["n,top", "2,2.0"]
+    assert not (tmp_path / "warehouse.duckdb").exists()
