@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -13,15 +13,29 @@ T = TypeVar("T")
 
 MAX_RESPONSES = 4096
 """Encoded responses kept per data version (least recently used dropped first)."""
+MAX_HITS = 16384
+"""Raw requests remembered per data version (`hit`); all forgotten at once when full."""
+
+RawHeaders = tuple[tuple[bytes, bytes], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A 200 body encoded once: its bytes, its ETag and (by-points routes) how many points it holds."""
+    """A 200 body encoded once: its bytes, its ETag and (by-points routes) how many points it holds;
+    also the raw ASGI headers of its 200 and of its 304, built once."""
 
     body: bytes
     etag: str
     points: int | None = None
+    headers: RawHeaders = field(init=False, repr=False)
+    not_modified_headers: RawHeaders = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        common = ((b"etag", self.etag.encode("latin-1")), (b"cache-control", b"no-cache"))
+        length = str(len(self.body)).encode("latin-1")
+        ok = (*common, (b"content-type", b"application/json"), (b"content-length", length))
+        object.__setattr__(self, "not_modified_headers", common)
+        object.__setattr__(self, "headers", ok)
 
 
 class VersionCache:
@@ -34,6 +48,7 @@ class VersionCache:
     def __init__(self, max_responses: int = MAX_RESPONSES) -> None:
         self._responses: OrderedDict[Hashable, Encoded] = OrderedDict()
         self._memo: dict[Hashable, Any] = {}
+        self._hits: dict[Hashable, Hashable] = {}
         self._max = max_responses
         self._lock = threading.Lock()
 
@@ -50,6 +65,20 @@ class VersionCache:
             self._responses.move_to_end(key)
             while len(self._responses) > self._max:
                 self._responses.popitem(last=False)
+
+    def hit(self, request_key: Hashable) -> Encoded | None:
+        """The entry a request exactly like this one (same app, route, path, query) answered with,
+        while the LRU still holds it (so bodies stay bounded by `MAX_RESPONSES`)."""
+        key = self._hits.get(request_key)
+        return None if key is None else self.get(key)
+
+    def remember(self, request_key: Hashable, key: Hashable) -> None:
+        """Remember that a request answered 200 with the entry of `key`. Bounded: raw requests are
+        the client's choice (any query string), so the whole map is dropped when it is full."""
+        hits = self._hits
+        if request_key not in hits and len(hits) >= MAX_HITS:
+            hits.clear()
+        hits[request_key] = key
 
     async def memo(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
         """`compute()` once per version (a concurrent first miss may compute twice; both agree)."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from litestar import Request
+from litestar import Request, Response
 from litestar.di import Provide
 
 from api.params import CRYPTO_ONLY, NON_CRYPTO, route_market
+from api.responses import cached_hit
 from api.settings import ApiSettings
 from api.warehouse import WarehouseReader, WarehouseSnapshot, WarehouseUnavailable
 from pipelines.catalog import MARKETS
@@ -82,12 +83,15 @@ def serving_of(request: Request[Any, Any, Any]) -> Serving:
     return cast("Serving", request.app.state[SERVING_STATE])
 
 
-async def take_snapshot(request: Request[Any, Any, Any]) -> None:
+async def take_snapshot(request: Request[Any, Any, Any]) -> Response[Any] | None:
     """`before_request` of every /api/v2 controller: the request's one snapshot, taken before
-    Litestar reads its parameters (503 before the first materialization, whatever the parameters).
+    Litestar reads its parameters (503 before the first materialization, whatever the parameters),
+    then the answer to this exact request if it already answered 200 on this data version
+    (`api.responses.cached_hit`: Litestar then skips parameter parsing and the handler).
     Async: Litestar runs a sync hook in a worker thread."""
-    scope = cast("dict[str, Any]", request.scope)
-    scope[SNAPSHOT_SCOPE] = current_snapshot(serving_of(request).reader)
+    snapshot = current_snapshot(serving_of(request).reader)
+    cast("dict[str, Any]", request.scope)[SNAPSHOT_SCOPE] = snapshot
+    return cached_hit(request, snapshot)
 
 
 def request_snapshot(request: Request[Any, Any, Any]) -> WarehouseSnapshot:

@@ -1,15 +1,28 @@
-"""Serving a 200 as bytes built once per (data version, route, parameters), with ETag and 304."""
+"""Serving a 200 as bytes built once per (data version, route, parameters), with ETag and 304.
+
+Two lookups answer a repeated request without re-deriving anything:
+
+- `serve(request, snapshot, key, build)`: the handler's normalized key (market, upper-case symbol,
+  clamped parameters) -> the encoded body, built and encoded on the first miss of a data version.
+- `cached_hit(request)`, run by the /api/v2 `before_request` hook: the request as it arrived (app,
+  route handler, path, query string) -> the same entry, remembered by `serve` once that exact
+  request has answered 200. A hit answers before Litestar parses a parameter or calls the handler;
+  the outcome of the same bytes on the same data version and app cannot differ, so nothing is lost.
+  Errors are never remembered (they take the full path every time).
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgspec
 from litestar import MediaType, Request, Response
+from litestar.datastructures import Cookie, MutableScopeHeaders
+from litestar.response.base import ASGIResponse
 
-from api.cache import Encoded, cache_for
+from api.cache import Encoded, RawHeaders, cache_for
 from api.metering import report_points
 from api.schemas import Wire
 from api.warehouse import WarehouseSnapshot
@@ -18,6 +31,9 @@ _encode = msgspec.json.Encoder().encode
 
 Build = Callable[[], Awaitable[Wire]]
 Key = tuple[object, ...]
+HitKey = tuple[object, ...]
+
+NOT_MODIFIED = 304
 
 
 def etag_for(version: int, key: Key) -> str:
@@ -33,6 +49,86 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
+def _if_none_match(request: Request[Any, Any, Any]) -> str | None:
+    """The first If-None-Match header (as Litestar's `request.headers.get`), read from the raw
+    scope headers without building Litestar's header multidict."""
+    for name, value in request.scope["headers"]:
+        if name.lower() == b"if-none-match":
+            return value.decode("latin-1")
+    return None
+
+
+class _BytesASGIResponse(ASGIResponse):
+    """Litestar's ASGI response with its header list taken as built once per cache entry."""
+
+    def __init__(self, body: bytes, status_code: int, headers: RawHeaders) -> None:
+        # What ASGIResponse.__init__ sets, without re-adding and re-encoding each header.
+        self.headers = MutableScopeHeaders()
+        self.headers.headers = list(headers)
+        self.background = None
+        self.body = body
+        self.content_length = len(body)
+        self._encoded_cookies = ()
+        self.encoding = "utf-8"
+        self.is_head_response = False
+        self.status_code = status_code
+
+
+class BytesResponse(Response[bytes]):
+    """A 200 (or 304) of an `Encoded` entry: the same status, headers and body as
+    `Response(content=body, media_type=JSON, headers={"ETag": ..., "Cache-Control": "no-cache"})`,
+    with the raw headers precomputed. Anything a layer adds (headers, cookies, a background task)
+    takes Litestar's own path."""
+
+    __slots__ = ("_raw_headers",)
+
+    def __init__(self, body: bytes, status_code: int, headers: RawHeaders) -> None:
+        super().__init__(content=body, status_code=status_code, media_type=MediaType.JSON)
+        self._raw_headers = headers
+
+    def to_asgi_response(
+        self,
+        app: Any,
+        request: Request[Any, Any, Any],
+        *,
+        background: Any = None,
+        cookies: Iterable[Cookie] | None = None,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> ASGIResponse:
+        plain = not (background or cookies or headers or kwargs.get("encoded_headers"))
+        if app is None and plain and not kwargs.get("is_head_response"):
+            return _BytesASGIResponse(self.content, self.status_code or 200, self._raw_headers)
+        for name, value in self._raw_headers[:2]:  # ETag, Cache-Control
+            self.headers[name.decode("latin-1")] = value.decode("latin-1")
+        return super().to_asgi_response(
+            app, request, background=background, cookies=cookies, headers=headers, **kwargs
+        )
+
+
+def respond(request: Request[Any, Any, Any], entry: Encoded) -> Response[Any]:
+    """The 200 of `entry`, or a 304 when If-None-Match holds its ETag; reports the points."""
+    if entry.points is not None:
+        report_points(request, entry.points)
+    if _matches(_if_none_match(request), entry.etag):
+        return BytesResponse(b"", NOT_MODIFIED, entry.not_modified_headers)
+    return BytesResponse(entry.body, 200, entry.headers)
+
+
+def hit_key(request: Request[Any, Any, Any]) -> HitKey:
+    """The request as it arrived: the app's route handler, the path and the raw query string."""
+    scope = request.scope
+    return (scope["route_handler"], scope["path"], scope["query_string"])
+
+
+def cached_hit(
+    request: Request[Any, Any, Any], snapshot: WarehouseSnapshot
+) -> Response[Any] | None:
+    """The response to a request that already answered 200 on this data version, else None."""
+    entry = cache_for(snapshot).hit(hit_key(request))
+    return None if entry is None else respond(request, entry)
+
+
 async def serve(
     request: Request[Any, Any, Any],
     snapshot: WarehouseSnapshot,
@@ -40,11 +136,14 @@ async def serve(
     build: Build,
     *,
     points: Callable[[Wire], int] | None = None,
+    remember: bool = True,
 ) -> Response[Any]:
     """The cached bytes for `key` (built and encoded on the first miss of this data version).
 
     `points` (get-price-history) counts what the body holds; metering prices the request from it,
-    on a 304 too: a revalidation costs what the 200 it stands for costs.
+    on a 304 too: a revalidation costs what the 200 it stands for costs. `remember=False` for a
+    route whose answer also depends on something other than the request and the data version
+    (search-briefs' clock): its raw request is not remembered for `cached_hit`.
     """
     cache = cache_for(snapshot)
     entry = cache.get(key)
@@ -53,9 +152,6 @@ async def serve(
         counted = points(body) if points is not None else None
         entry = Encoded(_encode(body), etag_for(snapshot.version, key), counted)
         cache.put(key, entry)
-    if entry.points is not None:
-        report_points(request, entry.points)
-    headers = {"ETag": entry.etag, "Cache-Control": "no-cache"}
-    if _matches(request.headers.get("if-none-match"), entry.etag):
-        return Response(content=b"", status_code=304, headers=headers)
-    return Response(content=entry.body, media_type=MediaType.JSON, headers=headers)
+    if remember:
+        cache.remember(hit_key(request), key)
+    return respond(request, entry)

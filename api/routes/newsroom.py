@@ -142,7 +142,7 @@ class NewsroomController(Controller):
             return BriefList(briefs=[brief(r) for r in await rows(snapshot, sql, params)])
 
         key = ("search-briefs", market, found.symbol, tuple(words), limit, now)
-        return await serve(request, snapshot, key, build)
+        return await serve(request, snapshot, key, build, remember=False)  # the window moves
 
 
 class CryptoNewsroomController(Controller):
