@@ -83,7 +83,15 @@ class BytesResponse(Response[bytes]):
     __slots__ = ("_raw_headers",)
 
     def __init__(self, body: bytes, status_code: int, headers: RawHeaders) -> None:
-        super().__init__(content=body, status_code=status_code, media_type=MediaType.JSON)
+        # What Response.__init__ sets for these arguments (its Mapping checks cost a microsecond).
+        self.content = body
+        self.background = None
+        self.cookies = []
+        self.encoding = "utf-8"
+        self.headers = {}
+        self.media_type = MediaType.JSON
+        self.status_code = status_code
+        self.response_type_encoders = {}
         self._raw_headers = headers
 
     def to_asgi_response(
