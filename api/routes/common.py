@@ -89,6 +89,19 @@ async def instrument(snapshot: WarehouseSnapshot, market: str, symbol: str) -> I
     return found
 
 
+async def instrument_served(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, *tables: str
+) -> Instrument:
+    """`instrument` (404 when absent), then 503 while a table the route reads is not materialized.
+
+    The order is the spec's: a symbol that is not an instrument is the client's error whatever the
+    state of the data behind it.
+    """
+    found = await instrument(snapshot, market, symbol)
+    require_tables(snapshot, *tables)
+    return found
+
+
 def iso_date(value: object) -> str | None:
     """A stored date as `YYYY-MM-DD` (strings pass through)."""
     if value is None:

@@ -13,9 +13,9 @@ from api.responses import serve
 from api.routes.common import (
     instrument,
     instrument_index,
+    instrument_served,
     market_of,
     request_snapshot,
-    require_tables,
     rows,
     take_snapshot,
     to_wire,
@@ -120,8 +120,7 @@ class InstrumentsController(Controller):
     ) -> Response[Scorecard]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "scorecards")
+        found = await instrument_served(snapshot, market, symbol, "scorecards")
 
         async def build() -> Scorecard:
             sql = "SELECT * FROM scorecards WHERE market = ? AND upper(symbol) = ? LIMIT 1"

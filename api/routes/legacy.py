@@ -11,10 +11,9 @@ from api.errors import error_responses
 from api.params import clamp, int_segment
 from api.responses import serve
 from api.routes.common import (
-    instrument,
+    instrument_served,
     iso_date,
     request_snapshot,
-    require_tables,
     rows,
     serving_of,
     take_snapshot,
@@ -50,8 +49,7 @@ class LegacyController(Controller):
     ) -> Response[LegacyTrendsSuccess]:
         snapshot = request_snapshot(request)
         market = serving_of(request).market("crypto")
-        found = await instrument(snapshot, market, coin)
-        require_tables(snapshot, "trend_segments")
+        found = await instrument_served(snapshot, market, coin, "trend_segments")
 
         async def build() -> LegacyTrendsSuccess:
             sql = (
@@ -90,8 +88,7 @@ class LegacyController(Controller):
         snapshot = request_snapshot(request)
         market = serving_of(request).market("crypto")
         count = clamp(int_segment("days", days), 1, 3650)
-        found = await instrument(snapshot, market, coin)
-        require_tables(snapshot, "sentiment_topics")
+        found = await instrument_served(snapshot, market, coin, "sentiment_topics")
 
         async def build() -> LegacySentimentSuccess:
             sql = (

@@ -13,7 +13,7 @@ from api.params import CRYPTO_ONLY, clamp
 from api.responses import serve
 from api.routes.common import (
     Row,
-    instrument,
+    instrument_served,
     iso_date,
     market_of,
     request_snapshot,
@@ -98,8 +98,7 @@ class NewsroomController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request)
         limit = clamp(limit, 1, 500)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "briefs")
+        found = await instrument_served(snapshot, market, symbol, "briefs")
 
         async def build() -> BriefList:
             sql = (
@@ -127,8 +126,7 @@ class NewsroomController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request)
         limit = clamp(limit, 1, 500)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "briefs")
+        found = await instrument_served(snapshot, market, symbol, "briefs")
         now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
         title_sql, words = keyword_filter(keywords)
 
@@ -164,8 +162,7 @@ class CryptoNewsroomController(Controller):
     ) -> Response[InstrumentAnalysis]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "instrument_analyses")
+        found = await instrument_served(snapshot, market, symbol, "instrument_analyses")
         fetch = latest(
             snapshot,
             "instrument_analyses",

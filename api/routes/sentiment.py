@@ -11,11 +11,10 @@ from api.errors import error_responses
 from api.params import clamp
 from api.responses import serve
 from api.routes.common import (
-    instrument,
+    instrument_served,
     iso_date,
     market_of,
     request_snapshot,
-    require_tables,
     rows,
     take_snapshot,
     to_wire,
@@ -44,8 +43,7 @@ class SentimentController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request)
         limit = clamp(limit, 1, 3650)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "sentiment_daily")
+        found = await instrument_served(snapshot, market, symbol, "sentiment_daily")
 
         async def build() -> SentimentHistory:
             sql = (

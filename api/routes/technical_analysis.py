@@ -12,11 +12,10 @@ from api.params import clamp, int_segment
 from api.responses import serve
 from api.routes.common import (
     Row,
-    instrument,
+    instrument_served,
     iso_date,
     market_of,
     request_snapshot,
-    require_tables,
     rows,
     take_snapshot,
 )
@@ -123,8 +122,7 @@ class TechnicalAnalysisController(Controller):
             raise InvalidParameter("limit", "must be at least 1")
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise InvalidParameter("from", "must not be later than 'to'")
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "daily_prices")
+        found = await instrument_served(snapshot, market, symbol, "daily_prices")
         params = [p for p in (market, found.symbol, start_ms, end_ms, limit) if p is not None]
 
         async def build() -> PriceHistory:
@@ -147,8 +145,7 @@ class TechnicalAnalysisController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request)
         period = clamp(period, 2, 365)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "indicator_snapshots")
+        found = await instrument_served(snapshot, market, symbol, "indicator_snapshots")
 
         async def build() -> Indicators:
             sql = "SELECT * FROM indicator_snapshots WHERE market = ? AND upper(symbol) = ? AND period = ?"

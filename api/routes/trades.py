@@ -19,7 +19,7 @@ from api.params import (
 from api.responses import serve
 from api.routes.common import (
     Row,
-    instrument,
+    instrument_served,
     iso_date,
     market_of,
     request_snapshot,
@@ -106,8 +106,7 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen, years, limit = strategy_param(strategy), clamp(years, 1, 20), clamp(limit, 1, 1000)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "backtest_trades")
+        found = await instrument_served(snapshot, market, symbol, "backtest_trades")
 
         async def build() -> TradeList:
             where = WINDOW.format(table="backtest_trades")
@@ -133,8 +132,7 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen, years = strategy_param(strategy), clamp(years, 1, 20)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "backtest_summaries")
+        found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
 
         async def build() -> BacktestSummary:
             where = WINDOW.format(table="backtest_summaries")
@@ -166,8 +164,7 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen = strategy_param(strategy)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "current_actions")
+        found = await instrument_served(snapshot, market, symbol, "current_actions")
 
         async def build() -> CurrentAction:
             sql = "SELECT * FROM current_actions WHERE market = ? AND upper(symbol) = ? AND strategy = ?"
@@ -273,8 +270,7 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         count = clamp(int_segment("limit", limit), 1, 5000)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "trend_history")
+        found = await instrument_served(snapshot, market, symbol, "trend_history")
 
         async def build() -> TrendHistory:
             sql = (
@@ -307,8 +303,7 @@ class MarketTradesController(Controller):
     ) -> Response[CurrentTrend]:
         snapshot = request_snapshot(request)
         market = market_of(request, NON_CRYPTO)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "trend_segments")
+        found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> CurrentTrend:
             sql = (
@@ -336,8 +331,7 @@ class MarketTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, NON_CRYPTO)
         limit = clamp(limit, 1, 500)
-        found = await instrument(snapshot, market, symbol)
-        require_tables(snapshot, "trend_segments")
+        found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> TrendSegmentsBody:
             sql = (
