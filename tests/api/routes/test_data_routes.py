@@ -262,6 +262,20 @@ def test_backtest_years_beyond_the_history_serve_the_largest_window(full: Client
     assert summary["start_date"] == "2024-01-01"
 
 
+@pytest.mark.parametrize(("years", "window"), [("0", 1), ("-5", 1), ("1", 1), ("2", 2)])
+def test_backtest_years_below_one_are_clamped_to_one_not_rejected(
+    full: Client, years: str, window: int
+) -> None:
+    summary = full.get(f"{C}/trades/get-backtest-summary/BTC/aggressive?years={years}").json()
+    assert summary["profit_percent"] == 10.0 * window
+
+
+def test_backtest_years_of_the_wrong_type_is_422_naming_it(full: Client) -> None:
+    response = full.get(f"{C}/trades/get-backtest-history/BTC/aggressive?years=two")
+    assert response.status_code == 422
+    assert "years" in response.json()["error"]
+
+
 def test_recent_buys_cover_both_strategies_newest_first(full: Client) -> None:
     trades = full.get(f"{C}/trades/get-recent-buys?limit=3").json()["trades"]
     assert trades[0]["start_date"] == "2024-02-10"
