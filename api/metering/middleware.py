@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 from urllib.parse import parse_qsl
 
@@ -44,22 +44,46 @@ def report_points(connection: ASGIConnection[Any, Any, Any, Any], points: int) -
     cast("dict[str, Any]", connection.scope)[POINTS_SCOPE_KEY] = points
 
 
+_AUTHORIZATION = b"authorization"
+_PARSED: dict[bytes, str | None] = {}
+_PARSED_SIZE = 4096
+
+
 def parse_authorization(headers: Any) -> tuple[bool, str | None]:
     """(an Authorization header was sent, the well-formed key in it or None)."""
-    values = [value for name, value in headers if name.lower() == b"authorization"]
-    if not values:
+    value: bytes | None = None
+    for name, raw in headers:
+        # ASGI servers send lowercase names; the length test keeps the common miss cheap.
+        if len(name) == 13 and (name == _AUTHORIZATION or name.lower() == _AUTHORIZATION):
+            if value is not None:
+                return True, None  # two Authorization headers: ambiguous, refused
+            value = raw
+    if value is None:
         return False, None
-    if len(values) > 1 or len(values[0]) > MAX_AUTHORIZATION_LENGTH:
+    if len(value) > MAX_AUTHORIZATION_LENGTH:
         return True, None
     try:
-        text = values[0].decode("ascii")
+        return True, _PARSED[value]
+    except KeyError:
+        pass
+    key = _parse_value(value)
+    if len(_PARSED) >= _PARSED_SIZE:
+        _PARSED.clear()
+    _PARSED[value] = key
+    return True, key
+
+
+def _parse_value(value: bytes) -> str | None:
+    """The key of a `Bearer <key>` header value (a pure function of the bytes: memoized)."""
+    try:
+        text = value.decode("ascii")
     except UnicodeDecodeError:
-        return True, None
+        return None
     scheme, _, key = text.strip().partition(" ")
     key = key.strip()
     if scheme.lower() != "bearer" or key_id_of(key) is None:
-        return True, None
-    return True, key
+        return None
+    return key
 
 
 _HEADER_CACHE: dict[tuple[int, Balance], list[tuple[bytes, bytes]]] = {}
@@ -199,26 +223,73 @@ class MeteringMiddleware:
     async def _serve(
         self, scope: Scope, receive: Receive, send: Send, operation: str, admission: Admission
     ) -> None:
+        """Run the route with its response held back, settle by its status, then send it.
+
+        Holding the (single-message) response lets the settle run here, outside the route's
+        call chain, and puts the net cost and balance on it; a streamed response (`more_body`)
+        is settled on its first chunk and then passed through.
+        """
         charge, admitted = admission.charge, admission.balance
         assert charge is not None
-        settled = False
-
-        async def metered_send(message: Message) -> None:
-            nonlocal settled
-            if message["type"] == "http.response.start" and not settled:
-                settled = True
-                points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
-                final = None if points is None else points_cost(self.config, operation, points)
-                net, balance = await self._settle(charge, message["status"], final, admitted)
-                headers = list(message.get("headers", []))
-                message = {**message, "headers": headers + balance_headers(net, balance)}
-            await send(message)
-
+        response = _HeldResponse(
+            send, lambda status: self._settle_for(scope, operation, charge, status, admitted)
+        )
         try:
-            await self.app(scope, receive, metered_send)
+            await self.app(scope, receive, response)
         finally:
-            if not settled:  # the handler died before answering: bill it as a server failure
+            if response.start is None:  # the handler died before answering: a server failure
                 await self._settle(charge, 500, None, admitted)
+        await response.release()
+
+    async def _settle_for(
+        self, scope: Scope, operation: str, charge: Charge, status: int, admitted: Balance | None
+    ) -> list[tuple[bytes, bytes]]:
+        points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
+        final = None if points is None else points_cost(self.config, operation, points)
+        net, balance = await self._settle(charge, status, final, admitted)
+        return balance_headers(net, balance)
+
+
+class _HeldResponse:
+    """The `send` a metered route answers through: holds its start and body until settled."""
+
+    __slots__ = ("body", "send", "settle", "start", "streaming")
+
+    def __init__(
+        self, send: Send, settle: Callable[[int], Awaitable[list[tuple[bytes, bytes]]]]
+    ) -> None:
+        self.send = send
+        self.settle = settle
+        self.start: Message | None = None
+        self.body: Message | None = None
+        self.streaming = False
+
+    async def __call__(self, message: Message) -> None:
+        if self.streaming:
+            await self.send(message)
+        elif message["type"] == "http.response.start":
+            self.start = message
+        elif message.get("more_body", False):
+            self.streaming = True
+            await self._send_start()
+            await self.send(message)
+        else:
+            self.body = message
+
+    async def _send_start(self) -> None:
+        start = self.start
+        if start is None:  # a body without a start is the server's protocol error to report
+            return
+        headers = await self.settle(start["status"])
+        await self.send({**start, "headers": [*start.get("headers", ()), *headers]})
+
+    async def release(self) -> None:
+        """Settle and send what the route answered (if it answered and did not stream)."""
+        if self.streaming or self.start is None:
+            return
+        await self._send_start()
+        if self.body is not None:
+            await self.send(self.body)
 
 
 def _query(scope: Scope) -> dict[str, str]:

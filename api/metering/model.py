@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+import msgspec
+
 from api.metering.config import Plan
 
 KEY_PREFIX = "mi_live_"
@@ -81,8 +83,7 @@ class Outcome(StrEnum):
     MONTHLY_LIMIT = "monthly_limit"
 
 
-@dataclass(frozen=True, slots=True)
-class Account:
+class Account(msgspec.Struct, frozen=True, gc=False):
     """An authenticated key: its public id and plan."""
 
     key_id: str
@@ -101,8 +102,7 @@ class KeyRecord:
     pack_balance: int
 
 
-@dataclass(frozen=True, slots=True)
-class Balance:
+class Balance(msgspec.Struct, frozen=True, gc=False):
     """The four balance headers' values (UNLIMITED where the plan has no budget limit)."""
 
     limit: int
@@ -111,8 +111,7 @@ class Balance:
     remaining_today: int
 
 
-@dataclass(frozen=True, slots=True)
-class Charge:
+class Charge(msgspec.Struct, frozen=True, gc=False):
     """What one admitted request was charged, and from where; settle() credits it back."""
 
     key_id: str
@@ -124,8 +123,7 @@ class Charge:
     ts: float
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
+class Admission(msgspec.Struct, frozen=True, gc=False):
     """The result of the atomic admit step."""
 
     outcome: Outcome

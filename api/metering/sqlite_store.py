@@ -8,7 +8,6 @@ import itertools
 import math
 import secrets
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -93,10 +92,11 @@ class _Group:
     """One group transaction's write-back state: each account row is read once and written once,
     and the ledger rows are inserted together, all before the group's COMMIT."""
 
-    __slots__ = ("conn", "day", "dirty", "ledger", "month", "rows")
+    __slots__ = ("conn", "day", "dirty", "ledger", "month", "now", "rows")
 
     def __init__(self, conn: sqlite3.Connection, now: float) -> None:
         self.conn = conn
+        self.now = now
         self.day = day_index(now)
         self.month = month_index(now)
         self.rows: dict[str, tuple[Any, ...] | None] = {}
@@ -136,47 +136,71 @@ class _Group:
             self.conn.executemany(_INSERT_LEDGER, self.ledger)
 
 
-Step = Callable[[sqlite3.Connection, float], Any]
-"""One request's atomic step, run inside a group transaction with the transaction's `now`."""
-_Pending = tuple[Step, "asyncio.Future[Any]", asyncio.AbstractEventLoop]
+Step = Callable[["_Group"], Any]
+"""One request's atomic step, run inside a group transaction (`group.conn`, `group.now`)."""
+_Pending = tuple[Step, "asyncio.Future[Any]"]
+CHECKPOINT_EVERY = 256
+"""Inline commits between two passive WAL checkpoints (run on the store's thread, off the loop)."""
+
+
+class _LockBusyError(Exception):
+    """The inline connection found the write lock held by another process (it never waits)."""
 
 
 class SqliteMeteringStore(MeteringStore):
-    """One connection on one dedicated thread per process; processes share the file (WAL).
+    """Group commit on the event loop's own thread; processes share the file (WAL).
 
-    Admits and settles are group-committed: the thread takes every step queued since its last
-    transaction and runs them all in ONE `BEGIN IMMEDIATE ... COMMIT`, each step in its own
-    savepoint (a step that raises is rolled back alone), and resolves each step's future only
-    after the COMMIT. Every step is still atomic and durable before its request goes on; under
-    load one transaction (lock, clock row, commit) serves many requests.
+    Admits and settles queue their step and await it; once per event-loop iteration the queue runs
+    as ONE `BEGIN IMMEDIATE ... COMMIT` on the loop's thread, and each step's future is resolved
+    only after the COMMIT. Every step is atomic and durable (WAL, `synchronous=NORMAL`: survives a
+    killed process) before its request goes on; one transaction serves every request of that
+    iteration, and no thread hop or lock handoff sits on the hot path.
+
+    The loop never waits for a lock: when another process holds the write lock, the group goes to
+    the store's thread, which waits for it (busy timeout), and later groups follow it there in
+    order until it is done. The thread also runs the WAL checkpoints and the administration calls.
+    A store serves one event loop at a time (a server worker's).
     """
 
     def __init__(self, path: Path, config: MeteringConfig, clock: Clock | None = None) -> None:
         super().__init__(config, clock)
         self.path = path
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metering-sqlite")
-        self._conn: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = None  # the thread's: waits for a busy lock
+        self._inline_conn: sqlite3.Connection | None = None  # the loop's: never waits
         self._closed = False
         self._pending: list[_Pending] = []
-        self._group: _Group | None = None  # the group transaction running on the thread
-        self._lock = threading.Lock()
-        self._draining = False
+        self._flush_scheduled = False
+        self._handed_off = 0  # groups on the thread (lock was busy): later groups follow them
+        self._commits = 0
+        self._checkpointing = False
         # Slot ids: unique across processes and hosts without a urandom call per request.
         self._slot_prefix = secrets.token_hex(8)
         self._slot_counter = itertools.count()
 
     # -- plumbing -----------------------------------------------------------------------------
 
+    def _open(self, busy_timeout: float, autocheckpoint: bool) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, timeout=busy_timeout, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if not autocheckpoint:
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.executescript(SCHEMA)
+        return conn
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=5000")
-            conn.executescript(SCHEMA)
-            self._conn = conn
+            self._conn = self._open(busy_timeout=5.0, autocheckpoint=True)
         return self._conn
+
+    def _inline_connection(self) -> sqlite3.Connection:
+        if self._inline_conn is None:
+            self._inline_conn = self._open(busy_timeout=0.0, autocheckpoint=False)
+        return self._inline_conn
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
@@ -201,54 +225,89 @@ class SqliteMeteringStore(MeteringStore):
         return result
 
     async def _grouped(self, step: Step) -> Any:
-        """Queue `step` for the next group transaction; its result once that transaction commits."""
+        """Queue `step` for this loop iteration's group; its result once that group commits."""
+        if self._closed:
+            raise MeteringUnavailableError("metering store: closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        with self._lock:
-            self._pending.append((step, future, loop))
-            start = not self._draining
-            self._draining = True
-        if start:
-            try:
-                self._executor.submit(self._drain)
-            except RuntimeError as exc:  # closed
-                with self._lock:
-                    self._draining = False
-                    self._pending.clear()
-                raise MeteringUnavailableError(f"metering store: {exc}") from exc
+        self._pending.append((step, future))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
         try:
             return await future
         except (sqlite3.OperationalError, OSError) as exc:
             raise MeteringUnavailableError(f"metering store: {exc}") from exc
 
-    def _drain(self) -> None:
-        """On the store's thread: group-commit every queued step until the queue is empty."""
+    def _flush(self) -> None:
+        """On the loop: commit every step queued since the last flush, inline when the lock is free."""
+        self._flush_scheduled = False
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        if self._handed_off:  # keep the order: this group follows the ones on the thread
+            self._hand_off(batch)
+            return
         try:
-            while self._drain_once():
-                pass
-        except BaseException:
-            with self._lock:
-                self._draining = False
-            raise
+            outcomes = self._commit_group(self._inline_connection(), batch, wait=False)
+        except _LockBusyError:
+            self._hand_off(batch)
+            return
+        _resolve(
+            [(future, ok, value) for (_, future), (ok, value) in zip(batch, outcomes, strict=True)]
+        )
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and not self._checkpointing:
+            self._checkpoint()
 
-    def _drain_once(self) -> bool:
-        with self._lock:
-            batch, self._pending = self._pending, []
-            if not batch:
-                self._draining = False
-                return False
-        outcomes = self._commit_group(batch)
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, bool, Any]]] = {}
-        for (_, future, loop), (ok, value) in zip(batch, outcomes, strict=True):
-            by_loop.setdefault(loop, []).append((future, ok, value))
-        for loop, resolved in by_loop.items():
+    def _hand_off(self, batch: list[_Pending]) -> None:
+        """Commit `batch` on the store's thread, which waits for the lock; resolve on the loop."""
+        loop = asyncio.get_running_loop()
+
+        def commit() -> None:
+            outcomes = self._commit_group(self._connection(), batch, wait=True)
+            resolved = [
+                (future, ok, value)
+                for (_, future), (ok, value) in zip(batch, outcomes, strict=True)
+            ]
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting
-                loop.call_soon_threadsafe(_resolve, resolved)
-        return True
+                loop.call_soon_threadsafe(self._handed_back, resolved)
 
-    def _commit_group(self, batch: list[_Pending]) -> list[tuple[bool, Any]]:
+        self._handed_off += 1
+        try:
+            self._executor.submit(commit)
+        except RuntimeError as exc:  # closed
+            self._handed_off -= 1
+            failed = MeteringUnavailableError(f"metering store: {exc}")
+            _resolve([(future, False, failed) for _, future in batch])
+
+    def _handed_back(self, resolved: list[tuple[Any, bool, Any]]) -> None:
+        self._handed_off -= 1
+        _resolve(resolved)
+
+    def _checkpoint(self) -> None:
+        """A passive WAL checkpoint on the thread: it never blocks writers, and not the loop."""
+
+        def run() -> None:
+            try:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            finally:
+                self._checkpointing = False
+
+        self._commits = 0
+        self._checkpointing = True
+        try:
+            self._executor.submit(run)
+        except RuntimeError:  # closed
+            self._checkpointing = False
+
+    def _commit_group(
+        self, conn: sqlite3.Connection, batch: list[_Pending], wait: bool
+    ) -> list[tuple[bool, Any]]:
         """Run the steps in one BEGIN IMMEDIATE transaction: [(ok, result or exception)].
 
+        `wait=False` (the inline connection): a held write lock raises `_LockBusyError`, nothing ran.
         An SQLite or OS error fails the whole group (nothing committed: the store is unavailable).
         Any other exception in a step rolls the group back and runs each step again in its own
         transaction, so that step fails alone (nothing was committed or answered before: steps
@@ -256,15 +315,17 @@ class SqliteMeteringStore(MeteringStore):
         common path.
         """
         try:
-            conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not wait and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY:
+                raise _LockBusyError from exc
+            return [(False, exc)] * len(batch)
         except Exception as exc:
             return [(False, exc)] * len(batch)
         try:
-            now = self._now(conn)
-            self._group = _Group(conn, now)
-            outcomes: list[tuple[bool, Any]] = [(True, step(conn, now)) for step, _, _ in batch]
-            self._group.flush()
+            group = _Group(conn, self._now(conn))
+            outcomes: list[tuple[bool, Any]] = [(True, step(group)) for step, _ in batch]
+            group.flush()
             conn.execute("COMMIT")
         except Exception as exc:
             if conn.in_transaction:
@@ -272,7 +333,7 @@ class SqliteMeteringStore(MeteringStore):
                     conn.execute("ROLLBACK")
             if len(batch) == 1 or isinstance(exc, sqlite3.OperationalError | OSError):
                 return [(False, exc)] * len(batch)
-            return [self._commit_group([pending])[0] for pending in batch]
+            return [self._commit_group(conn, [pending], wait=True)[0] for pending in batch]
         return outcomes
 
     def _now(self, conn: sqlite3.Connection) -> float:
@@ -305,21 +366,14 @@ class SqliteMeteringStore(MeteringStore):
     async def admit(self, account: Account, route: str, cost: int) -> Admission:
         slot_id = f"{self._slot_prefix}{next(self._slot_counter):x}"
         admission: Admission = await self._grouped(
-            lambda conn, now: self._admit(conn, account, route, cost, slot_id, now)
+            lambda group: self._admit(group, account, route, cost, slot_id)
         )
         return admission
 
     def _admit(
-        self,
-        conn: sqlite3.Connection,
-        account: Account,
-        route: str,
-        cost: int,
-        slot: str,
-        now: float,
+        self, group: _Group, account: Account, route: str, cost: int, slot: str
     ) -> Admission:
-        group = self._group
-        assert group is not None
+        conn, now = group.conn, group.now
         row = group.account(account.key_id)
         if row is None or row[1] is not None:
             return Admission(Outcome.UNAUTHORIZED)
@@ -395,15 +449,12 @@ class SqliteMeteringStore(MeteringStore):
     ) -> tuple[int, Balance]:
         net = net_cost(status, charge.tokens, final)
         balance: Balance = await self._grouped(
-            lambda conn, now: self._settle(conn, charge, net, status, now)
+            lambda group: self._settle(group, charge, net, status)
         )
         return net, balance
 
-    def _settle(
-        self, conn: sqlite3.Connection, charge: Charge, net: int, status: int, now: float
-    ) -> Balance:
-        group = self._group
-        assert group is not None
+    def _settle(self, group: _Group, charge: Charge, net: int, status: int) -> Balance:
+        conn, now = group.conn, group.now
         row = group.account(charge.key_id)
         assert row is not None  # keys are never deleted
         plan = self.config.plan(row[0])
@@ -537,11 +588,15 @@ class SqliteMeteringStore(MeteringStore):
 
         if self._closed:
             return
+        self._flush()  # steps queued this iteration commit before the connections close
         if self._conn is not None:
-            await self._run(shut)
+            await self._run(shut)  # after every group handed to the thread (FIFO)
             self._conn = None
         self._closed = True
         self._executor.shutdown(wait=True)
+        if self._inline_conn is not None:
+            self._inline_conn.close()
+            self._inline_conn = None
 
 
 def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:

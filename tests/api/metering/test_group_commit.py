@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,23 +40,26 @@ def group_sizes(store: MeteringStore, monkeypatch: pytest.MonkeyPatch) -> list[i
     assert isinstance(store, SqliteMeteringStore)
     commit = store._commit_group
 
-    def recording(batch: list[Any]) -> list[tuple[bool, Any]]:
+    def recording(conn: sqlite3.Connection, batch: list[Any], wait: bool) -> list[tuple[bool, Any]]:
+        outcomes = commit(conn, batch, wait)  # raises when the lock is busy: nothing committed
         sizes.append(len(batch))
-        return commit(batch)
+        return outcomes
 
     monkeypatch.setattr(store, "_commit_group", recording)
     return sizes
 
 
 @contextmanager
-def thread_held(store: SqliteMeteringStore) -> Iterator[None]:
-    """Hold the store's thread busy, so every step queued meanwhile lands in one group."""
-    release = threading.Event()
-    store._executor.submit(release.wait)
+def lock_held(store: SqliteMeteringStore) -> Iterator[None]:
+    """Another connection (as another worker process would) holds the write lock meanwhile: the
+    loop never waits for it, so the steps queued go to the store's thread, which waits."""
+    other = sqlite3.connect(store.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
     try:
         yield
     finally:
-        release.set()
+        other.execute("COMMIT")
+        other.close()
 
 
 async def test_one_store_under_concurrency_groups_steps_and_never_overspends(
@@ -96,7 +98,7 @@ async def test_sqlite_steps_queued_together_commit_in_one_transaction(
     try:
         account = await new_account(store, "internal")
         sizes = group_sizes(store, monkeypatch)
-        with thread_held(store):
+        with lock_held(store):
             admits = [asyncio.ensure_future(store.admit(account, "ping", 1)) for _ in range(8)]
             await asyncio.sleep(0.05)
             assert not any(admit.done() for admit in admits)  # nothing answers before the commit
@@ -110,6 +112,33 @@ async def test_sqlite_steps_queued_together_commit_in_one_transaction(
         await store.close()
 
 
+async def test_sqlite_the_loop_never_waits_for_another_process_lock_and_groups_keep_order(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """While another connection holds the write lock, groups go to the store's thread in order
+    (the loop keeps running: a later group is queued meanwhile), then commit in that order."""
+    store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
+    try:
+        account = await new_account(store, "internal")
+        with lock_held(store):
+            first = [asyncio.ensure_future(store.admit(account, "ping", 1)) for _ in range(3)]
+            await asyncio.sleep(0.02)
+            assert store._handed_off == 1
+            later = [
+                asyncio.ensure_future(store.admit(account, "get-indicators", 2)) for _ in range(2)
+            ]
+            await asyncio.sleep(0.02)
+            assert store._handed_off == 2
+            assert not any(waiter.done() for waiter in [*first, *later])
+        await asyncio.gather(*first, *later)
+        assert store._handed_off == 0
+        entries = await store.ledger(account.key_id)
+        assert [e.route for e in entries] == ["ping"] * 3 + ["get-indicators"] * 2
+        assert (await store.admit(account, "ping", 1)).charge is not None  # inline again
+    finally:
+        await store.close()
+
+
 async def test_sqlite_a_failing_step_is_rolled_back_alone(
     tmp_path: Path, config: MeteringConfig, clock: FakeClock
 ) -> None:
@@ -117,19 +146,17 @@ async def test_sqlite_a_failing_step_is_rolled_back_alone(
     try:
         account = await new_account(store, "internal")
 
-        def write(conn: sqlite3.Connection, now: float, route: str) -> str:
-            store._ledger_row(conn, account.key_id, "charge", route, 0, 1, 1, 0, now)
+        def write(group: Any, route: str) -> str:
+            store._ledger_row(group.conn, account.key_id, "charge", route, 0, 1, 1, 0, group.now)
             return route
 
-        def fail(conn: sqlite3.Connection, now: float) -> str:
-            write(conn, now, "bad")
+        def fail(group: Any) -> str:
+            write(group, "bad")
             raise ValueError("this step's own failure")
 
-        with thread_held(store):
-            first = asyncio.ensure_future(store._grouped(lambda c, t: write(c, t, "one")))
-            bad = asyncio.ensure_future(store._grouped(fail))
-            last = asyncio.ensure_future(store._grouped(lambda c, t: write(c, t, "two")))
-            await asyncio.sleep(0.05)
+        first = asyncio.ensure_future(store._grouped(lambda group: write(group, "one")))
+        bad = asyncio.ensure_future(store._grouped(fail))
+        last = asyncio.ensure_future(store._grouped(lambda group: write(group, "two")))
         assert await first == "one"
         assert await last == "two"
         with pytest.raises(ValueError, match="own failure"):
@@ -159,7 +186,7 @@ async def test_sqlite_a_group_that_cannot_commit_serves_nobody(
             return result
 
         monkeypatch.setattr(store, "_settle", failing_settle)
-        with thread_held(store):
+        with lock_held(store):
             admits = [asyncio.ensure_future(store.admit(account, "ping", 1)) for _ in range(4)]
             settled = asyncio.ensure_future(store.settle(admission.charge, 200))
             await asyncio.sleep(0.05)
@@ -254,7 +281,7 @@ async def test_sqlite_one_group_over_several_keys_writes_each_account_back_exact
     try:
         first, second = await new_account(store), await new_account(store)
         await store.topup(second.key_id, 5)
-        with thread_held(store):
+        with lock_held(store):
             admits = [
                 asyncio.ensure_future(store.admit(account, "get-indicators", 8))
                 for account in (first, second, first, second)
@@ -263,7 +290,7 @@ async def test_sqlite_one_group_over_several_keys_writes_each_account_back_exact
         admissions = await asyncio.gather(*admits)
         charges = [a.charge for a in admissions]
         assert all(charges)
-        with thread_held(store):
+        with lock_held(store):
             settles = [
                 asyncio.ensure_future(store.settle(charge, status))
                 for charge, status in zip(charges, (200, 503, 404, 200), strict=True)
