@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 from litestar.connection import ASGIConnection
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
 
 from api.metering.config import MARKETS, MeteringConfig, ScaledCost, points_cost, request_cost
 from api.metering.model import (
@@ -260,7 +260,7 @@ class _HeldResponse:
     ) -> None:
         self.send = send
         self.settle = settle
-        self.start: Message | None = None
+        self.start: HTTPResponseStartEvent | None = None
         self.body: Message | None = None
         self.streaming = False
 
@@ -280,8 +280,9 @@ class _HeldResponse:
         start = self.start
         if start is None:  # a body without a start is the server's protocol error to report
             return
-        headers = await self.settle(start["status"])
-        await self.send({**start, "headers": [*start.get("headers", ()), *headers]})
+        balance = await self.settle(start["status"])
+        headers = [*start.get("headers", ()), *balance]
+        await self.send({**start, "headers": headers})
 
     async def release(self) -> None:
         """Settle and send what the route answered (if it answered and did not stream)."""
