@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS ledger (
 );
 CREATE INDEX IF NOT EXISTS ledger_key_ts ON ledger (key_id, ts);
 CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), last REAL NOT NULL);
+INSERT OR IGNORE INTO clock (id, last) VALUES (1, 0);
 """
 
 _ACCOUNT_COLUMNS = "plan, revoked_at, pack_balance, month, month_used, day, day_used"
@@ -82,6 +83,7 @@ _UPDATE_COUNTERS = (
     "UPDATE accounts SET pack_balance = ?, month = ?, month_used = ?, day = ?, day_used = ?"
     " WHERE key_id = ?"
 )
+_ADVANCE_CLOCK = "UPDATE clock SET last = max(last, ?) WHERE id = 1 RETURNING last"
 _INSERT_LEDGER = (
     "INSERT INTO ledger (key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -185,11 +187,15 @@ class SqliteMeteringStore(MeteringStore):
         conn = sqlite3.connect(
             self.path, isolation_level=None, timeout=busy_timeout, check_same_thread=False
         )
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        if not autocheckpoint:
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-        conn.executescript(SCHEMA)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            if not autocheckpoint:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.executescript(SCHEMA)  # may write (a new file, the clock row): takes the lock
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _connection(self) -> sqlite3.Connection:
@@ -198,8 +204,14 @@ class SqliteMeteringStore(MeteringStore):
         return self._conn
 
     def _inline_connection(self) -> sqlite3.Connection:
+        """The loop's connection; `_LockBusyError` while another process holds the write lock."""
         if self._inline_conn is None:
-            self._inline_conn = self._open(busy_timeout=0.0, autocheckpoint=False)
+            try:
+                self._inline_conn = self._open(busy_timeout=0.0, autocheckpoint=False)
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise _LockBusyError from exc
+                raise
         return self._inline_conn
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -209,7 +221,7 @@ class SqliteMeteringStore(MeteringStore):
 
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call)
-        except (sqlite3.OperationalError, OSError) as exc:
+        except (sqlite3.Error, OSError) as exc:  # fail closed on any store error
             raise MeteringUnavailableError(f"metering store: {exc}") from exc
 
     def _transaction(self, conn: sqlite3.Connection, body: Callable[[float], T]) -> T:
@@ -236,7 +248,7 @@ class SqliteMeteringStore(MeteringStore):
             loop.call_soon(self._flush)
         try:
             return await future
-        except (sqlite3.OperationalError, OSError) as exc:
+        except (sqlite3.Error, OSError) as exc:  # fail closed on any store error
             raise MeteringUnavailableError(f"metering store: {exc}") from exc
 
     def _flush(self) -> None:
@@ -253,6 +265,8 @@ class SqliteMeteringStore(MeteringStore):
         except _LockBusyError:
             self._hand_off(batch)
             return
+        except (sqlite3.Error, OSError) as exc:  # the file cannot be opened: nothing committed
+            outcomes = [(False, exc)] * len(batch)
         _resolve(
             [(future, ok, value) for (_, future), (ok, value) in zip(batch, outcomes, strict=True)]
         )
@@ -317,7 +331,7 @@ class SqliteMeteringStore(MeteringStore):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if not wait and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY:
+            if not wait and _is_busy(exc):
                 raise _LockBusyError from exc
             return [(False, exc)] * len(batch)
         except Exception as exc:
@@ -339,11 +353,8 @@ class SqliteMeteringStore(MeteringStore):
     def _now(self, conn: sqlite3.Connection) -> float:
         # One clock, never backwards across processes: the last time any transaction saw.
         now = self.clock() if self.clock else time.time()
-        row = conn.execute("SELECT last FROM clock WHERE id = 1").fetchone()
-        if row is not None and row[0] > now:
-            return float(row[0])
-        conn.execute("INSERT OR REPLACE INTO clock (id, last) VALUES (1, ?)", (now,))
-        return now
+        (last,) = conn.execute(_ADVANCE_CLOCK, (now,)).fetchone()
+        return float(last)
 
     def _counters(self, row: tuple[Any, ...], now: float) -> tuple[int, int, int]:
         """(base used this month, pack balance, used today), with periods reset by the calendar."""
@@ -597,6 +608,11 @@ class SqliteMeteringStore(MeteringStore):
         if self._inline_conn is not None:
             self._inline_conn.close()
             self._inline_conn = None
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY: another connection holds the lock (the only error worth waiting out)."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
 
 
 def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:
