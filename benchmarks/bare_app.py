@@ -39,6 +39,11 @@ def create_app() -> Litestar:
 
 
 def main() -> None:
+    serve_factory(FACTORY)
+
+
+def serve_factory(factory: str) -> None:
+    """Serve the app factory `module:function` with `mi serve`'s server code and arguments."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
@@ -48,7 +53,7 @@ def main() -> None:
     importlib.import_module("mi.commands.serve")
     serve: Any = sys.modules["mi.commands.serve"]  # the module: `mi.commands.serve` is the command
 
-    serve.APP_FACTORY = FACTORY  # the server functions read it when called: same config, our app
+    serve.APP_FACTORY = factory  # the server functions read it when called: same config, our app
     serve.SERVERS[args.server](args.host, args.port, args.workers)
 
 

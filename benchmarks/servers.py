@@ -106,6 +106,13 @@ def mi_serve_command(port: int, workers: int, server: str) -> list[str]:
     return [str(BIN / "mi"), "serve", "--host", HOST, "--port", str(port), *workers_and_server]
 
 
+def waiting_store_command(port: int, workers: int, server: str) -> list[str]:
+    """The metering ceiling: benchmarks.waiting_store_app under the same server code path."""
+    workers_and_server = ["--workers", str(workers), "--server", server]
+    module = "benchmarks.waiting_store_app"
+    return [sys.executable, "-m", module, "--port", str(port), *workers_and_server]
+
+
 def bare_command(port: int, workers: int, server: str) -> list[str]:
     """The anchor: benchmarks.bare_app under the same server code path and worker count."""
     workers_and_server = ["--workers", str(workers), "--server", server]

@@ -24,6 +24,7 @@ from benchmarks.servers import (
     materialize,
     mi_serve_command,
     serving,
+    waiting_store_command,
 )
 
 TA = "/api/v2/crypto/technical-analysis"
@@ -47,6 +48,8 @@ FAMILIES = ("get-recent-briefs", "get-sentiment-history", "get-trend-segments", 
 RATE_GOAL = Goal("ratio", ">=", 0.70)
 P99_GOAL = Goal("project", "<", 10.0)
 REDIS_URL = "redis://127.0.0.1:6379/15"
+CEILING = "a waiting-only store (ceiling)"
+"""benchmarks.waiting_store_app: the metering middleware over a store that only waits (no work)."""
 
 
 @dataclass(frozen=True)
@@ -259,13 +262,19 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
                 headers = {} if url == "off" else {"Authorization": f"Bearer {create_key(env)}"}
                 server = stack.enter_context(_api_server(env, plan, log))
                 targets.append(Target(f"{route} metering {name}", server, ROUTES[route], headers))
+            env = workspace.env(workspace.sqlite_url)
+            headers = {"Authorization": f"Bearer {create_key(env)}"}
+            port = free_port()
+            command = waiting_store_command(port, plan.workers, plan.server)
+            waiting = stack.enter_context(serving(command, env, port, "/api/v1/ping", log))
+            targets.append(Target(f"{route} metering {CEILING}", waiting, ROUTES[route], headers))
             results = measure(targets, plan)
     finally:
         if "redis" in urls:
             _redis_cleanup(prefix)
     off = results[f"{route} metering off"]
     figures = []
-    for name in ("sqlite", "redis"):
+    for name in ("sqlite", "redis", CEILING):
         ours = results.get(f"{route} metering {name}")
         details: dict[str, Any] = {
             "project_rounds": _details(ours) if ours else "redis unreachable"

@@ -1,0 +1,83 @@
+"""The metering ceiling: the real app and metering middleware over a store that only waits.
+
+Every durable store makes a metered request wait twice, for its admit to commit before the route
+runs and for its settle to commit before the response leaves. `WaitingStore` keeps those two
+waits (each resolved on the next event-loop iteration, grouped per iteration as the real stores
+group their commits) and drops the store's own work, so this app's rate is the best any store
+can reach under this server: the metering figures are read against it as well as against
+metering off. Keys are authenticated through the real SQLite file (`MI_METERING_URL`).
+
+Served by `python -m benchmarks.waiting_store_app --port P --workers N`, through `mi serve`'s
+server functions like the bare app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from litestar import Litestar
+
+from api.app import create_app as create_api
+from api.metering.config import load_config
+from api.metering.model import UNLIMITED, Account, Admission, Balance, Charge, Outcome, net_cost
+from api.metering.plugin import MeteringPlugin
+from api.metering.sqlite_store import SqliteMeteringStore
+from api.metering.store import store_url_from_env
+from api.settings import load_settings
+from benchmarks.bare_app import serve_factory
+
+FACTORY = "benchmarks.waiting_store_app:create_app"
+_UNLIMITED = Balance(UNLIMITED, UNLIMITED, UNLIMITED, UNLIMITED)
+
+
+class _Iteration:
+    """Futures resolved together on the next event-loop iteration (one callback per group)."""
+
+    def __init__(self) -> None:
+        self._waiting: list[asyncio.Future[None]] = []
+
+    def next(self) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(self._release)
+        self._waiting.append(future)
+        return future
+
+    def _release(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
+
+
+class WaitingStore(SqliteMeteringStore):
+    """Admits and settles every request for free, each after waiting one loop iteration."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, load_config())
+        self._iteration = _Iteration()
+
+    async def admit(self, account: Account, route: str, cost: int) -> Admission:
+        await self._iteration.next()
+        charge = Charge(account.key_id, route, "", cost, cost, 0, 0.0)
+        return Admission(Outcome.ADMITTED, _UNLIMITED, charge)
+
+    async def settle(
+        self, charge: Charge, status: int, final: int | None = None
+    ) -> tuple[int, Balance]:
+        await self._iteration.next()
+        return net_cost(status, charge.tokens, final), _UNLIMITED
+
+
+def create_app() -> Litestar:
+    settings = load_settings(os.environ)
+    url = store_url_from_env(os.environ, settings.data_dir)
+    store = WaitingStore(Path(url.removeprefix("sqlite://")))
+    return create_api(settings, plugins=[MeteringPlugin(store, store.config)])
+
+
+if __name__ == "__main__":
+    serve_factory(FACTORY)
