@@ -25,6 +25,7 @@ from api.metering.model import (
 Clock = Callable[[], float]
 AUTH_CACHE_SECONDS = 30.0
 """How long a verified key's (hash, plan) is reused; revocation is checked inside every admit."""
+KEY_FACTS_SIZE = 4096
 
 
 class MeteringStore(ABC):
@@ -37,13 +38,21 @@ class MeteringStore(ABC):
         self.config = config
         self.clock = clock
         self._auth_cache: dict[str, tuple[str, Account, float]] = {}
+        # (key id, sha256) of a presented key: pure functions of it, computed once per key.
+        self._key_facts: dict[str, tuple[str, str]] = {}
 
     async def authenticate(self, key: str) -> Account | None:
         """The account of a well-formed, known, unrevoked key; None otherwise."""
-        key_id = key_id_of(key)
-        if key_id is None:
-            return None
-        digest = hash_key(key)
+        facts = self._key_facts.get(key)
+        if facts is None:
+            key_id = key_id_of(key)
+            if key_id is None:
+                return None
+            facts = (key_id, hash_key(key))
+            if len(self._key_facts) >= KEY_FACTS_SIZE:
+                self._key_facts.clear()
+            self._key_facts[key] = facts
+        key_id, digest = facts
         cached = self._auth_cache.get(key_id)
         if cached is not None and cached[2] > time.monotonic():
             return cached[1] if hmac.compare_digest(cached[0], digest) else None
