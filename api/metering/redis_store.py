@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import itertools
-import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
@@ -36,6 +34,7 @@ from api.metering.model import (
     split_credit,
     summarize_usage,
 )
+from api.metering.resp import ReplyError, RespPipeline, Target
 from api.metering.store import Clock, MeteringStore
 
 DEFAULT_PREFIX = "mi:metering:"
@@ -242,15 +241,11 @@ class _Script:
         return cls(source, hashlib.sha1(source.encode()).hexdigest())
 
 
-@dataclass(slots=True)
-class _Queued:
-    script: _Script
-    packed: bytes
-    future: asyncio.Future[str]
-
-
 def _pack(parts: list[str]) -> bytes:
     """One command in RESP (what redis-py's pack_command does, without its per-argument cost)."""
+    text = "".join([f"${len(part)}\r\n{part}\r\n" for part in parts])
+    if text.isascii():  # then a character is a byte: the lengths above are the byte lengths
+        return f"*{len(parts)}\r\n{text}".encode()
     out = [b"*%d\r\n" % len(parts)]
     for part in parts:
         data = part.encode()
@@ -286,10 +281,11 @@ class RedisMeteringStore(MeteringStore):
         )
         self.client: aioredis.Redis = aioredis.Redis.from_pool(pool)
         self._pool = pool
+        # Admits and settles skip redis-py: a pipelined RESP client of their own (api.metering.resp).
+        self._target = Target.from_url(client_url)
+        self._pipeline: RespPipeline | None = None
         self._admit_script = _Script.of(ADMIT)
         self._settle_script = _Script.of(SETTLE)
-        self._queue: list[_Queued] = []
-        self._flusher: asyncio.Task[None] | None = None
         self._slot_prefix = secrets.token_hex(8)
         self._slot_counter = itertools.count()
         self._topup = self.client.register_script(TOPUP)
@@ -312,75 +308,41 @@ class RedisMeteringStore(MeteringStore):
 
     # -- group commit: every script call queued meanwhile goes out in one pipelined round trip ----
 
+    def _pipeline_here(self) -> RespPipeline:
+        """This event loop's pipeline (its own connection), made on first use."""
+        loop = asyncio.get_running_loop()
+        pipeline = self._pipeline
+        if pipeline is None or pipeline.loop is not loop:
+            if pipeline is not None:
+                pipeline.abandon()  # a connection belongs to the loop that opened it
+            pipeline = self._pipeline = RespPipeline(self._target, REPLY_TIMEOUT)
+        return pipeline
+
     async def _eval(self, script: _Script, keys: list[str], args: list[Any]) -> str:
-        """EVALSHA `script` in the next group; its reply once Redis has run it (each stays atomic)."""
-        parts = ["EVALSHA", script.sha, str(len(keys)), *keys, *map(str, args)]
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Queued(script, _pack(parts), future))
-        if self._flusher is None:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
-        return await future
+        """EVALSHA `script` in the next group; its reply once Redis has run it (each stays atomic).
 
-    async def _flush(self) -> None:
-        try:
-            while self._queue:
-                group, self._queue = self._queue, []
-                await self._send_group(group)
-        finally:
-            self._flusher = None
-            queued_left, self._queue = self._queue, []  # left only when cancelled (closing)
-            for queued in queued_left:
-                _fail(queued.future, MeteringUnavailableError("metering store: closing"))
-
-    async def _send_group(self, group: list[_Queued]) -> None:
-        """One connection, one write of every command, then their replies in order.
-
-        A reply read is a step Redis ran: it is handed over even if a later one fails. A step whose
-        reply is lost counts as unavailable (it may have run: never re-sent); only NOSCRIPT, which
-        means the script did not run, is retried once after loading the script.
+        A reply lost with the connection (or late) is the store's unavailability: the script may
+        have run, so it is never re-sent. Only NOSCRIPT, which means it did not run, is retried.
         """
+        packed = _pack(["EVALSHA", script.sha, str(len(keys)), *keys, *map(str, args)])
         try:
-            conn = await self._pool.get_connection()
-        except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
-            for queued in group:
-                _fail(queued.future, MeteringUnavailableError(f"metering store: {exc}"))
-            return
-        pending = group
+            return cast(str, await self._pipeline_here().send(packed))
+        except ReplyError as exc:
+            if not exc.noscript:
+                raise MeteringUnavailableError(f"metering store: {exc}") from exc
+        except OSError as exc:  # refused, lost, timed out (TimeoutError), unparsable
+            raise MeteringUnavailableError(f"metering store: {exc}") from exc
+        return await self._rerun(script, packed)
+
+    async def _rerun(self, script: _Script, packed: bytes) -> str:
+        """After NOSCRIPT (e.g. a restarted Redis): SCRIPT LOAD ahead of the step in the next group
+        (once for all the steps of that script), then the step once more."""
+        pipeline = self._pipeline_here()
+        pipeline.send_once(_pack(["SCRIPT", "LOAD", script.source]))
         try:
-            for attempt in range(2):
-                await conn.send_packed_command(b"".join(q.packed for q in pending))
-                missing: list[_Queued] = []
-                async with asyncio.timeout(REPLY_TIMEOUT):
-                    for queued in pending:
-                        try:
-                            reply = await conn.read_response(timeout=math.inf)
-                        except redis_errors.NoScriptError:
-                            missing.append(queued)
-                            continue
-                        except redis_errors.ResponseError as exc:
-                            _fail(queued.future, exc)
-                            continue
-                        if not queued.future.done():
-                            queued.future.set_result(reply)
-                if not missing or attempt == 1:
-                    for queued in missing:
-                        _fail(queued.future, MeteringUnavailableError("metering store: NOSCRIPT"))
-                    break
-                for script in {queued.script for queued in missing}:
-                    await conn.send_command("SCRIPT", "LOAD", script.source)
-                    await conn.read_response()
-                pending = missing
-        except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
-            await conn.disconnect(nowait=True)
-            for queued in group:
-                _fail(queued.future, MeteringUnavailableError(f"metering store: {exc}"))
-        except BaseException:
-            await conn.disconnect(nowait=True)
-            for queued in group:
-                _fail(queued.future, MeteringUnavailableError("metering store: interrupted"))
-            raise
-        finally:
-            await self._pool.release(conn)
+            return cast(str, await pipeline.send(packed))
+        except (ReplyError, OSError) as exc:
+            raise MeteringUnavailableError(f"metering store: {exc}") from exc
 
     def _plan_args(self, plan: Plan) -> list[int]:
         if plan.monthly_budget is None or plan.daily_cap is None:
@@ -534,12 +496,7 @@ class RedisMeteringStore(MeteringStore):
         return (time.perf_counter() - started) * 1000
 
     async def close(self) -> None:
-        if self._flusher is not None:
-            with contextlib.suppress(Exception):
-                await self._flusher
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            await pipeline.aclose()  # the steps under way get their replies first
         await self.client.aclose()
-
-
-def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)

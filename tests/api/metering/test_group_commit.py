@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,9 +16,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from api.metering import redis_store as redis_store_module
 from api.metering.config import Limits, MeteringConfig
-from api.metering.model import Account, Charge, MeteringUnavailableError, Outcome
+from api.metering.model import Account, Admission, Charge, MeteringUnavailableError, Outcome
 from api.metering.redis_store import ADMIT, RedisMeteringStore, _Script
+from api.metering.resp import RespProtocol
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import MeteringStore, open_store
 
@@ -211,27 +214,43 @@ def redis_store(redis_prefix: str, config: MeteringConfig, clock: FakeClock) -> 
     return store
 
 
-async def test_redis_steps_queued_together_go_out_in_one_round_trip(
+EVALSHA = b"$7\r\nEVALSHA\r\n"
+SCRIPT_LOAD = b"$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n"
+
+
+def recorded_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every write on the sockets of the store's RESP connections (the hot path's only writes)."""
+    writes: list[bytes] = []
+    made = RespProtocol.connection_made
+
+    def recording(protocol: RespProtocol, transport: asyncio.BaseTransport) -> None:
+        made(protocol, transport)
+        write = transport.write  # type: ignore[attr-defined]
+
+        def record(data: bytes) -> None:
+            writes.append(bytes(data))
+            write(data)
+
+        setattr(transport, "write", record)  # noqa: B010 (this transport instance only)
+
+    monkeypatch.setattr(RespProtocol, "connection_made", recording)
+    return writes
+
+
+async def test_redis_steps_queued_together_go_out_in_one_write(
     redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = redis_store(redis_prefix, config, clock)
     try:
         account = await new_account(store, "internal")
-        sizes: list[int] = []
-        send = store._send_group
-
-        async def recording(group: list[Any]) -> None:
-            sizes.append(len(group))
-            await send(group)
-
-        monkeypatch.setattr(store, "_send_group", recording)
+        writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(8)))
-        assert sizes == [8]
+        assert [write.count(EVALSHA) for write in writes] == [8]
         assert all(a.outcome is Outcome.ADMITTED for a in admissions)
         settled = await asyncio.gather(
             *(store.settle(a.charge, 404) for a in admissions if a.charge)
         )
-        assert sizes == [8, 8]
+        assert [write.count(EVALSHA) for write in writes] == [8, 8]
         assert [net for net, _ in settled] == [1] * 8
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 8 + [("settle", 0)] * 8
@@ -240,7 +259,7 @@ async def test_redis_steps_queued_together_go_out_in_one_round_trip(
 
 
 async def test_redis_a_script_unknown_to_redis_is_loaded_and_run_once(
-    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NOSCRIPT (a restarted Redis) means the script did not run: it is loaded, then run once."""
     store = redis_store(redis_prefix, config, clock)
@@ -248,13 +267,40 @@ async def test_redis_a_script_unknown_to_redis_is_loaded_and_run_once(
         account = await new_account(store, "sandbox")
         fresh = f"{ADMIT}\n-- {uuid.uuid4().hex}\n"  # a script this Redis has never seen
         store._admit_script = _Script.of(fresh)
+        writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(3)))
         assert all(a.outcome is Outcome.ADMITTED for a in admissions)
+        # The group, then one SCRIPT LOAD ahead of the three steps sent once more, in one write.
+        assert [(w.count(SCRIPT_LOAD), w.count(EVALSHA)) for w in writes] == [(0, 3), (1, 3)]
+        assert writes[1].index(SCRIPT_LOAD) < writes[1].index(EVALSHA)
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 3
         assert (await store.balance(account)).remaining_today == 997
     finally:
         await store.close()
+
+
+async def test_redis_an_error_reply_fails_only_its_step(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        account = await new_account(store, "internal")
+        failing = _Script.of(f"return redis.error_reply('ERR boom {uuid.uuid4().hex}')")
+        admit = store.admit(account, "ping", 1)
+        results = await asyncio.gather(
+            admit, store._eval(failing, [], []), admit_again(store, account), return_exceptions=True
+        )
+        assert isinstance(results[1], MeteringUnavailableError)
+        assert "boom" in str(results[1])
+        assert [r.outcome for r in results if isinstance(r, Admission)] == [Outcome.ADMITTED] * 2
+        assert (await store.admit(account, "ping", 1)).charge is not None  # the connection stays
+    finally:
+        await store.close()
+
+
+async def admit_again(store: MeteringStore, account: Account) -> Admission:
+    return await store.admit(account, "ping", 1)
 
 
 async def test_redis_unreachable_admit_and_settle_fail_closed(config: MeteringConfig) -> None:
@@ -270,6 +316,59 @@ async def test_redis_unreachable_admit_and_settle_fail_closed(config: MeteringCo
             await store.settle(charge, 200)
     finally:
         await store.close()
+
+
+class FakeRedis:
+    """A server that reads commands and never answers (`hang_up`: closes once it has read some)."""
+
+    def __init__(self, hang_up: bool) -> None:
+        self.hang_up = hang_up
+        self.received: list[bytes] = []
+        self.connections = 0
+        self.closed_by_client = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        while data := await reader.read(65536):
+            self.received.append(data)
+            if self.hang_up:
+                break
+        else:
+            self.closed_by_client += 1
+        writer.close()
+
+
+@pytest.mark.parametrize("hang_up", [False, True], ids=["silent", "hangs-up"])
+async def test_redis_a_lost_reply_fails_closed_is_never_resent_and_the_next_step_reconnects(
+    config: MeteringConfig, monkeypatch: pytest.MonkeyPatch, hang_up: bool
+) -> None:
+    """No reply within REPLY_TIMEOUT, or the connection closed: the group's steps fail closed, the
+    connection is dropped, nothing is sent twice (the script may have run), the next step reconnects."""
+    monkeypatch.setattr(redis_store_module, "REPLY_TIMEOUT", 0.2)
+    fake = FakeRedis(hang_up)
+    server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = open_store(f"redis://127.0.0.1:{port}/0", config)
+    account = Account("a" * 10, "sandbox")
+    try:
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *(store.admit(account, "ping", 1) for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(result, MeteringUnavailableError) for result in results)
+        assert time.monotonic() - started < (2 if hang_up else 0.2 + 2)
+        await asyncio.sleep(0.05)
+        assert fake.connections == 1
+        assert fake.closed_by_client == (0 if hang_up else 1)
+        assert b"".join(fake.received).count(EVALSHA) == 3
+        with pytest.raises(MeteringUnavailableError):
+            await store.admit(account, "ping", 1)
+        assert fake.connections == 2
+        assert b"".join(fake.received).count(EVALSHA) == 4
+    finally:
+        await store.close()
+        server.close()
+        await server.wait_closed()
 
 
 async def test_sqlite_one_group_over_several_keys_writes_each_account_back_exactly(
