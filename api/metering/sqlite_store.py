@@ -73,8 +73,6 @@ CREATE TABLE IF NOT EXISTS ledger (
     ts REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ledger_key_ts ON ledger (key_id, ts);
-CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), last REAL NOT NULL);
-INSERT OR IGNORE INTO clock (id, last) VALUES (1, 0);
 """
 
 _ACCOUNT_COLUMNS = "plan, revoked_at, pack_balance, month, month_used, day, day_used"
@@ -83,7 +81,7 @@ _UPDATE_COUNTERS = (
     "UPDATE accounts SET pack_balance = ?, month = ?, month_used = ?, day = ?, day_used = ?"
     " WHERE key_id = ?"
 )
-_ADVANCE_CLOCK = "UPDATE clock SET last = max(last, ?) WHERE id = 1 RETURNING last"
+_LAST_TIME = "SELECT ts FROM ledger ORDER BY id DESC LIMIT 1"
 _INSERT_LEDGER = (
     "INSERT INTO ledger (key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -192,7 +190,7 @@ class SqliteMeteringStore(MeteringStore):
             conn.execute("PRAGMA synchronous=NORMAL")
             if not autocheckpoint:
                 conn.execute("PRAGMA wal_autocheckpoint=0")
-            conn.executescript(SCHEMA)  # may write (a new file, the clock row): takes the lock
+            conn.executescript(SCHEMA)  # writes on a new file: takes the lock
         except BaseException:
             conn.close()
             raise
@@ -351,10 +349,12 @@ class SqliteMeteringStore(MeteringStore):
         return outcomes
 
     def _now(self, conn: sqlite3.Connection) -> float:
-        # One clock, never backwards across processes: the last time any transaction saw.
+        # One clock, never backwards across processes: never before the newest ledger row. Rows
+        # are written under the write lock with this `now`, so the last row by id holds the
+        # newest time any transaction used; reading it writes no page (a clock row would).
         now = self.clock() if self.clock else time.time()
-        (last,) = conn.execute(_ADVANCE_CLOCK, (now,)).fetchone()
-        return float(last)
+        row = conn.execute(_LAST_TIME).fetchone()
+        return now if row is None or row[0] <= now else float(row[0])
 
     def _counters(self, row: tuple[Any, ...], now: float) -> tuple[int, int, int]:
         """(base used this month, pack balance, used today), with periods reset by the calendar."""
