@@ -245,19 +245,30 @@ async def test_a_lost_connection_fails_every_outstanding_command() -> None:
     assert protocol.closed.done()
 
 
-async def test_a_late_reply_fails_everything_outstanding_and_drops_the_connection() -> None:
+async def test_an_answered_write_never_times_out() -> None:
     protocol, transport = connected(reply_timeout=0.05)
+    futures = sent(protocol, 1)
+    protocol.data_received(b"+PONG\r\n")
+    await asyncio.sleep(0.15)  # well past its deadline (sleeping longer only strengthens this)
+    assert futures[0].result() == "PONG"
+    assert not transport.aborted
+    assert protocol.usable
+
+
+async def test_a_late_reply_fails_everything_outstanding_and_drops_the_connection() -> None:
+    """Timed from its own write: an earlier write answered in time does not shorten the wait."""
+    protocol, transport = connected(reply_timeout=0.2)
     early = sent(protocol, 1)
     protocol.data_received(b"+PONG\r\n")
-    await asyncio.sleep(0.03)
+    await asyncio.sleep(0.1)
+    sent_at = protocol.loop.time()
     late = sent(protocol, 2)
-    await asyncio.sleep(0.035)  # past the first write's deadline, which was answered in time
-    assert not transport.aborted
+    with pytest.raises(TimeoutError):
+        await late[0]
+    assert protocol.loop.time() - sent_at >= 0.2  # not at the first write's deadline (0.1 in)
+    with pytest.raises(TimeoutError):
+        late[1].result()
     assert early[0].result() == "PONG"
-    await asyncio.sleep(0.05)
-    for future in late:
-        with pytest.raises(TimeoutError):
-            future.result()
     assert transport.aborted
     assert not protocol.usable
 
