@@ -142,17 +142,6 @@ def mi_keys_create(env: Mapping[str, str], plan: str) -> str:
     return created.stdout.strip().splitlines()[-1]
 
 
-def stop(process: subprocess.Popen[bytes], grace: float = 10) -> None:
-    """SIGTERM, then SIGKILL after `grace` seconds; always reaped."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    process.wait(timeout=grace)
-
-
 def children(pid: int) -> list[int]:
     """The direct child processes of `pid` (granian's workers of its main process)."""
     found: list[int] = []
@@ -174,6 +163,7 @@ def mi_serve(
             env=dict(env),
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: cleanup reaches respawned workers too
         )
     server = MiServer(process, base, port)
     try:
@@ -185,10 +175,19 @@ def mi_serve(
         server.workers = children(process.pid)
         yield server
     finally:
-        for worker in server.workers:  # granian's workers die with it, but never leave one behind
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker, signal.SIGKILL)
-        stop(process)
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+    """SIGTERM to the server's process group, then SIGKILL to whatever is left of it (a worker
+    granian respawned after a test killed one is in the group too, but was never a known pid)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=grace)
 
 
 def _answers(base: str) -> bool:
