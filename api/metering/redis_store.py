@@ -1,4 +1,5 @@
-"""Redis metering backend: one Lua script per atomic step, Redis `TIME` as the single clock."""
+"""Redis metering backend: Lua scripts (one call per group of admits and settles), Redis `TIME`
+as the single clock."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
@@ -34,7 +35,7 @@ from api.metering.model import (
     split_credit,
     summarize_usage,
 )
-from api.metering.resp import ReplyError, RespPipeline, Target
+from api.metering.resp import CONNECT_TIMEOUT, Reply, ReplyError, RespPipeline, Target
 from api.metering.store import Clock, MeteringStore
 
 DEFAULT_PREFIX = "mi:metering:"
@@ -96,88 +97,111 @@ local function ledger(key, now, kind, route, status, tokens, base, packs)
 end
 """
 
-# KEYS: account, rate window, in-flight slots, ledger, clock.
-# Reply: one string, 'unauthorized' or '<outcome> <retry after> <4 balance values>[ <base> <packs>
-#   <now>]' (one bulk string parses far cheaper than an array in redis-py's Python parser).
-# ARGV: now override, cost, route, slot id, limited (0/1), requests per window, window seconds,
-#       concurrent, request timeout, monthly budget (-1: none), daily cap.
-ADMIT = (
+# One call per group: every admit and settle queued in one event-loop iteration, run in order (each
+# sees what the steps before it left), on one reading of the clock.
+# KEYS: clock, then per key of the batch its account, rate window, in-flight slots, ledger.
+# ARGV: now override, requests per window, window seconds, concurrent, request timeout, then the
+#   steps, each its kind and the index in KEYS of its key's account, then
+#   admit ('a'): cost, route, slot id, limited (0/1), monthly budget (-1: none), daily cap;
+#   settle ('s'): slot id, route, status, pack credit, base credit, charge time, monthly, daily.
+# Reply: one string, the steps' replies joined by newlines (one bulk string parses far cheaper than
+#   an array): admit 'unauthorized' or '<outcome> <retry after> <4 balance values>[ <base> <packs>
+#   <now>]', settle '<4 balance values>', a step that raised '!<error>' (the steps after it run).
+BATCH = (
     _LUA_COMMON
     + """
-local now = clock(KEYS[5], ARGV[1])
-local a = read_account(KEYS[1])
-if not a.hash or a.revoked then return 'unauthorized' end
-local monthly, daily = tonumber(ARGV[10]), tonumber(ARGV[11])
-local base_used, packs, day_used = counters(a, now)
-local b = balance(monthly, daily, base_used, packs, day_used)
-local function refuse(outcome, wait)
-  return string.format('%s %d %d %d %d %d', outcome, wait, b[1], b[2], b[3], b[4])
-end
-if ARGV[5] == '1' then
-  local window = tonumber(ARGV[7])
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6]) then
-    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-    return refuse('rate_limited', math.max(1, math.ceil(tonumber(oldest[2]) + window - now)))
+local function admit(now, acct, rate, conc, led, cost, route, slot, limited, monthly, daily,
+    per_window, window, concurrent, timeout)
+  local a = read_account(acct)
+  if not a.hash or a.revoked then return 'unauthorized' end
+  local base_used, packs, day_used = counters(a, now)
+  local b = balance(monthly, daily, base_used, packs, day_used)
+  local function refuse(outcome, wait)
+    return string.format('%s %d %d %d %d %d', outcome, wait, b[1], b[2], b[3], b[4])
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[8]) then
-    return refuse('too_many_in_flight', 1)
+  if limited then
+    redis.call('ZREMRANGEBYSCORE', rate, '-inf', now - window)
+    if redis.call('ZCARD', rate) >= per_window then
+      local oldest = redis.call('ZRANGE', rate, 0, 0, 'WITHSCORES')
+      return refuse('rate_limited', math.max(1, math.ceil(tonumber(oldest[2]) + window - now)))
+    end
+    redis.call('ZREMRANGEBYSCORE', conc, '-inf', now)
+    if redis.call('ZCARD', conc) >= concurrent then
+      return refuse('too_many_in_flight', 1)
+    end
   end
-end
-local cost = tonumber(ARGV[2])
-local from_base, from_packs = cost, 0
-if monthly >= 0 then
-  local base_left = math.max(0, monthly - base_used)
-  local month_left = base_left + packs
-  local day_left = math.max(0, daily - day_used)
-  if cost > month_left and month_left <= day_left then return refuse('monthly_limit', 0) end
-  if cost > day_left then return refuse('daily_limit', 0) end
-  from_base = math.min(cost, base_left)
-  from_packs = cost - from_base
-end
-if ARGV[5] == '1' then
-  local timeout = tonumber(ARGV[9])
-  redis.call('ZADD', KEYS[2], now, ARGV[4])
-  redis.call('PEXPIRE', KEYS[2], math.ceil(tonumber(ARGV[7]) * 1000) + 1000)
-  redis.call('ZADD', KEYS[3], now + timeout, ARGV[4])
-  redis.call('PEXPIRE', KEYS[3], math.ceil(timeout * 1000) + 1000)
-end
-base_used, packs, day_used = base_used + from_base, packs - from_packs, day_used + cost
-redis.call('HSET', KEYS[1], 'packs', packs, 'month', month_index(now), 'month_used', base_used,
-  'day', day_index(now), 'day_used', day_used)
-ledger(KEYS[4], now, 'charge', ARGV[3], 0, cost, from_base, from_packs)
-b = balance(monthly, daily, base_used, packs, day_used)
-return string.format('admitted 0 %d %d %d %d %d %d %.6f', b[1], b[2], b[3], b[4], from_base,
-  from_packs, now)
-"""
-)
-
-# KEYS: account, in-flight slots, ledger, clock. Reply: '<4 balance values>'.
-# ARGV: now override, slot id, route, status, pack credit, base credit, charge time, monthly, daily.
-SETTLE = (
-    _LUA_COMMON
-    + """
-local now = clock(KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[2])
-local a = read_account(KEYS[1])
-local base_used, packs, day_used = counters(a, now)
-local credit_packs, credit_base = tonumber(ARGV[5]), tonumber(ARGV[6])
-local charged_at = tonumber(ARGV[7])
-if month_index(charged_at) ~= month_index(now) then credit_base = 0 end
-local credit = credit_packs + credit_base
-local kind = 'settle'
-if credit > 0 then
-  -- No credit (net = the up-front charge): the counters stand as the admit left them.
-  kind = 'credit'
-  if day_index(charged_at) == day_index(now) then day_used = day_used - credit end
-  base_used, packs = base_used - credit_base, packs + credit_packs
-  redis.call('HSET', KEYS[1], 'packs', packs, 'month', month_index(now), 'month_used', base_used,
+  local from_base, from_packs = cost, 0
+  if monthly >= 0 then
+    local base_left = math.max(0, monthly - base_used)
+    local month_left = base_left + packs
+    local day_left = math.max(0, daily - day_used)
+    if cost > month_left and month_left <= day_left then return refuse('monthly_limit', 0) end
+    if cost > day_left then return refuse('daily_limit', 0) end
+    from_base = math.min(cost, base_left)
+    from_packs = cost - from_base
+  end
+  if limited then
+    redis.call('ZADD', rate, now, slot)
+    redis.call('PEXPIRE', rate, math.ceil(window * 1000) + 1000)
+    redis.call('ZADD', conc, now + timeout, slot)
+    redis.call('PEXPIRE', conc, math.ceil(timeout * 1000) + 1000)
+  end
+  base_used, packs, day_used = base_used + from_base, packs - from_packs, day_used + cost
+  redis.call('HSET', acct, 'packs', packs, 'month', month_index(now), 'month_used', base_used,
     'day', day_index(now), 'day_used', day_used)
+  ledger(led, now, 'charge', route, 0, cost, from_base, from_packs)
+  b = balance(monthly, daily, base_used, packs, day_used)
+  return string.format('admitted 0 %d %d %d %d %d %d %.6f', b[1], b[2], b[3], b[4], from_base,
+    from_packs, now)
 end
-ledger(KEYS[3], now, kind, ARGV[3], tonumber(ARGV[4]), -credit, -credit_base, -credit_packs)
-local b = balance(tonumber(ARGV[8]), tonumber(ARGV[9]), base_used, packs, day_used)
-return string.format('%d %d %d %d', b[1], b[2], b[3], b[4])
+
+local function settle(now, acct, conc, led, slot, route, status, credit_packs, credit_base,
+    charged_at, monthly, daily)
+  redis.call('ZREM', conc, slot)
+  local a = read_account(acct)
+  local base_used, packs, day_used = counters(a, now)
+  if month_index(charged_at) ~= month_index(now) then credit_base = 0 end
+  local credit = credit_packs + credit_base
+  local kind = 'settle'
+  if credit > 0 then
+    -- No credit (net = the up-front charge): the counters stand as the admit left them.
+    kind = 'credit'
+    if day_index(charged_at) == day_index(now) then day_used = day_used - credit end
+    base_used, packs = base_used - credit_base, packs + credit_packs
+    redis.call('HSET', acct, 'packs', packs, 'month', month_index(now), 'month_used', base_used,
+      'day', day_index(now), 'day_used', day_used)
+  end
+  ledger(led, now, kind, route, status, -credit, -credit_base, -credit_packs)
+  local b = balance(monthly, daily, base_used, packs, day_used)
+  return string.format('%d %d %d %d', b[1], b[2], b[3], b[4])
+end
+
+local now = clock(KEYS[1], ARGV[1])
+local per_window, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+local concurrent, timeout = tonumber(ARGV[4]), tonumber(ARGV[5])
+local replies = {}
+local i = 6
+while i <= #ARGV do
+  local k = tonumber(ARGV[i + 1])
+  local ok, reply
+  if ARGV[i] == 'a' then
+    ok, reply = pcall(admit, now, KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
+      tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5] == '1', tonumber(ARGV[i + 6]),
+      tonumber(ARGV[i + 7]), per_window, window, concurrent, timeout)
+    i = i + 8
+  else
+    ok, reply = pcall(settle, now, KEYS[k], KEYS[k + 2], KEYS[k + 3], ARGV[i + 2], ARGV[i + 3],
+      tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]),
+      tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8]), tonumber(ARGV[i + 9]))
+    i = i + 10
+  end
+  if not ok then
+    if type(reply) == 'table' then reply = reply.err end
+    reply = '!' .. string.gsub(tostring(reply), '\\n', ' ')
+  end
+  replies[#replies + 1] = reply
+end
+return table.concat(replies, '\\n')
 """
 )
 
@@ -241,6 +265,84 @@ class _Script:
         return cls(source, hashlib.sha1(source.encode()).hexdigest())
 
 
+class _Batch:
+    """The admits and settles queued in one event-loop iteration: one BATCH call, whose one reply
+    resolves every step's future as it is parsed (the pipeline's waiter for that call).
+
+    Failure: a lost or late reply, or an error reply, fails every step (MeteringUnavailableError;
+    the batch may have run, so it is never re-sent), except NOSCRIPT (it did not run): SCRIPT LOAD
+    ahead of the batch, sent once more, in the next group.
+    """
+
+    __slots__ = ("args", "futures", "groups", "keys", "packed", "pipeline", "state", "store")
+
+    def __init__(self, store: RedisMeteringStore, pipeline: RespPipeline) -> None:
+        self.store = store
+        self.pipeline = pipeline
+        self.keys = [store._key("clock")]
+        self.groups: dict[str, int] = {}  # key id -> index (1-based) of its keys in KEYS
+        self.args: list[str] = []
+        self.futures: list[asyncio.Future[str]] = []
+        self.packed = b""
+        self.state = "queued"  # then "sent", "resent" (after NOSCRIPT), "done"
+
+    def send(self) -> None:
+        store = self.store
+        if store._batch is self:
+            store._batch = None
+        limits = store.config.limits
+        self.packed = _pack(
+            [
+                "EVALSHA",
+                store._batch_script.sha,
+                str(len(self.keys)),
+                *self.keys,
+                store._override(),
+                str(limits.requests_per_window),
+                str(limits.window_seconds),
+                str(limits.concurrent),
+                str(limits.request_timeout_seconds),
+                *self.args,
+            ]
+        )
+        self.state = "sent"
+        store._in_flight.add(self)
+        self.pipeline.send_to(self.packed, self)
+        self.pipeline.flush()  # this iteration: the steps queued it are all in
+
+    def done(self) -> bool:
+        return self.state == "done"
+
+    def set_result(self, result: Reply, /) -> None:
+        replies = result.split("\n") if isinstance(result, str) else []
+        if len(replies) != len(self.futures):
+            self.set_exception(
+                ConnectionError(f"a BATCH reply that is not one per step: {result!r}")
+            )
+            return
+        self._finish()
+        for future, reply in zip(self.futures, replies, strict=True):
+            if not future.done():  # its caller may have been cancelled
+                future.set_result(reply)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        if isinstance(exception, ReplyError) and exception.noscript and self.state == "sent":
+            self.state = "resent"
+            self.pipeline.send_once(_pack(["SCRIPT", "LOAD", self.store._batch_script.source]))
+            self.pipeline.send_to(self.packed, self)
+            return
+        self._finish()
+        for future in self.futures:
+            if not future.done():
+                failure = MeteringUnavailableError(f"metering store: {exception}")
+                failure.__cause__ = exception
+                future.set_exception(failure)
+
+    def _finish(self) -> None:
+        self.state = "done"
+        self.store._in_flight.discard(self)
+
+
 def _pack(parts: list[str]) -> bytes:
     """One command in RESP (what redis-py's pack_command does, without its per-argument cost)."""
     text = "".join([f"${len(part)}\r\n{part}\r\n" for part in parts])
@@ -284,8 +386,9 @@ class RedisMeteringStore(MeteringStore):
         # Admits and settles skip redis-py: a pipelined RESP client of their own (api.metering.resp).
         self._target = Target.from_url(client_url)
         self._pipeline: RespPipeline | None = None
-        self._admit_script = _Script.of(ADMIT)
-        self._settle_script = _Script.of(SETTLE)
+        self._batch_script = _Script.of(BATCH)
+        self._batch: _Batch | None = None  # the group being queued in this loop iteration
+        self._in_flight: set[_Batch] = set()  # sent, reply pending
         self._slot_prefix = secrets.token_hex(8)
         self._slot_counter = itertools.count()
         self._topup = self.client.register_script(TOPUP)
@@ -306,7 +409,7 @@ class RedisMeteringStore(MeteringStore):
         except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
             raise MeteringUnavailableError(f"metering store: {exc}") from exc
 
-    # -- group commit: every script call queued meanwhile goes out in one pipelined round trip ----
+    # -- group commit: the admits and settles queued meanwhile go out as one BATCH call ----------
 
     def _pipeline_here(self) -> RespPipeline:
         """This event loop's pipeline (its own connection), made on first use."""
@@ -318,36 +421,32 @@ class RedisMeteringStore(MeteringStore):
             pipeline = self._pipeline = RespPipeline(self._target, REPLY_TIMEOUT)
         return pipeline
 
-    async def _eval(self, script: _Script, keys: list[str], args: list[Any]) -> str:
-        """EVALSHA `script` in the next group; its reply once Redis has run it (each stays atomic).
-
-        A reply lost with the connection (or late) is the store's unavailability: the script may
-        have run, so it is never re-sent. Only NOSCRIPT, which means it did not run, is retried.
-        """
-        packed = _pack(["EVALSHA", script.sha, str(len(keys)), *keys, *map(str, args)])
-        try:
-            return cast(str, await self._pipeline_here().send(packed))
-        except ReplyError as exc:
-            if not exc.noscript:
-                raise MeteringUnavailableError(f"metering store: {exc}") from exc
-        except OSError as exc:  # refused, lost, timed out (TimeoutError), unparsable
-            raise MeteringUnavailableError(f"metering store: {exc}") from exc
-        return await self._rerun(script, packed)
-
-    async def _rerun(self, script: _Script, packed: bytes) -> str:
-        """After NOSCRIPT (e.g. a restarted Redis): SCRIPT LOAD ahead of the step in the next group
-        (once for all the steps of that script), then the step once more."""
+    async def _step(self, key_id: str, args: list[str]) -> list[str]:
+        """Queue one admit or settle (its kind, then its arguments) in this iteration's group; its
+        reply, split, once Redis has run the group's BATCH call."""
         pipeline = self._pipeline_here()
-        pipeline.send_once(_pack(["SCRIPT", "LOAD", script.source]))
-        try:
-            return cast(str, await pipeline.send(packed))
-        except (ReplyError, OSError) as exc:
-            raise MeteringUnavailableError(f"metering store: {exc}") from exc
+        batch = self._batch
+        if batch is None or batch.pipeline is not pipeline:
+            batch = self._batch = _Batch(self, pipeline)
+            pipeline.loop.call_soon(batch.send)
+        keys = batch.groups.get(key_id)
+        if keys is None:
+            keys = batch.groups[key_id] = len(batch.keys) + 1
+            batch.keys += [self._key(kind, key_id) for kind in ("acct", "rate", "conc", "ledger")]
+        future: asyncio.Future[str] = pipeline.loop.create_future()
+        batch.futures.append(future)
+        batch.args.append(args[0])
+        batch.args.append(str(keys))
+        batch.args += args[1:]
+        reply = await future
+        if reply[0] == "!":  # this step raised inside the script
+            raise MeteringUnavailableError(f"metering store: {reply[1:]}")
+        return reply.split()
 
-    def _plan_args(self, plan: Plan) -> list[int]:
+    def _plan_args(self, plan: Plan) -> list[str]:
         if plan.monthly_budget is None or plan.daily_cap is None:
-            return [-1, -1]
-        return [plan.monthly_budget, plan.daily_cap]
+            return ["-1", "-1"]
+        return [str(plan.monthly_budget), str(plan.daily_cap)]
 
     async def _lookup(self, key_id: str) -> tuple[str, str, bool] | None:
         fields = await self._call(
@@ -358,14 +457,9 @@ class RedisMeteringStore(MeteringStore):
 
     async def admit(self, account: Account, route: str, cost: int) -> Admission:
         plan = self.config.plan(account.plan)
-        limits = self.config.limits
         slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
-        keys = [self._key(kind, account.key_id) for kind in ("acct", "rate", "conc", "ledger")]
-        keys.append(self._key("clock"))
-        args: list[Any] = [self._override(), cost, route, slot, int(plan.limited)]
-        args += [limits.requests_per_window, limits.window_seconds, limits.concurrent]
-        args += [limits.request_timeout_seconds, *self._plan_args(plan)]
-        reply = (await self._eval(self._admit_script, keys, args)).split()
+        args = ["a", str(cost), route, slot, "1" if plan.limited else "0", *self._plan_args(plan)]
+        reply = await self._step(account.key_id, args)
         outcome = Outcome(reply[0])
         if outcome is Outcome.UNAUTHORIZED:
             return Admission(outcome)
@@ -383,11 +477,9 @@ class RedisMeteringStore(MeteringStore):
         net = net_cost(status, charge.tokens, final)
         credit_packs, credit_base = split_credit(charge, net)
         plan = self.config.plan(await self._plan_of(charge.key_id))
-        keys = [self._key(kind, charge.key_id) for kind in ("acct", "conc", "ledger")]
-        keys.append(self._key("clock"))
-        args: list[Any] = [self._override(), charge.slot_id, charge.route, status]
-        args += [credit_packs, credit_base, f"{charge.ts:.6f}", *self._plan_args(plan)]
-        reply = (await self._eval(self._settle_script, keys, args)).split()
+        args = ["s", charge.slot_id, charge.route, str(status), str(credit_packs), str(credit_base)]
+        args += [f"{charge.ts:.6f}", *self._plan_args(plan)]
+        reply = await self._step(charge.key_id, args)
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
 
     async def _plan_of(self, key_id: str) -> str:
@@ -498,5 +590,10 @@ class RedisMeteringStore(MeteringStore):
     async def close(self) -> None:
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is not None:
-            await pipeline.aclose()  # the steps under way get their replies first
+            # The steps under way get their replies first.
+            batches = [*self._in_flight, *([self._batch] if self._batch else [])]
+            steps = [future for batch in batches for future in batch.futures if not future.done()]
+            if steps:
+                await asyncio.wait(steps, timeout=REPLY_TIMEOUT + CONNECT_TIMEOUT)
+            await pipeline.aclose()
         await self.client.aclose()

@@ -13,7 +13,7 @@ import ssl
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias, cast
+from typing import Protocol, TypeAlias, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 CONNECT_TIMEOUT = 1.0
@@ -33,6 +33,17 @@ class ReplyError(Exception):
 
 Reply: TypeAlias = "str | int | list[Reply] | ReplyError | None"
 """Bulk and simple strings are decoded (UTF-8); nil is None; an error inside an array stays a value."""
+
+
+class Waiter(Protocol):
+    """What awaits one reply: an `asyncio.Future[Reply]`, or an object resolving several callers'
+    futures from one reply at once (no loop iteration between the reply and its callers)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Reply, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
 
 
 class ProtocolError(ConnectionError):
@@ -103,7 +114,7 @@ class RespProtocol(asyncio.Protocol):
         self.closed: asyncio.Future[None] = loop.create_future()
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
-        self._waiting: deque[asyncio.Future[Reply] | None] = deque()
+        self._waiting: deque[Waiter | None] = deque()
         # (commands sent up to the end of one write, its deadline), oldest first; one timer
         # checks the oldest, so a write costs no timer of its own.
         self._writes: deque[tuple[int, float]] = deque()
@@ -116,14 +127,14 @@ class RespProtocol(asyncio.Protocol):
         transport = self._transport
         return not self._broken and transport is not None and not transport.is_closing()
 
-    def waiting(self) -> list[asyncio.Future[Reply] | None]:
+    def waiting(self) -> list[Waiter | None]:
         return list(self._waiting)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's do not subclass asyncio.Transport, hence no isinstance).
         self._transport = cast(asyncio.Transport, transport)
 
-    def send(self, payload: bytes, futures: Sequence[asyncio.Future[Reply] | None]) -> None:
+    def send(self, payload: bytes, futures: Sequence[Waiter | None]) -> None:
         """Write `payload` (len(futures) packed commands) at once; None: a reply nobody awaits.
 
         Never raises: a connection that cannot take the write fails these futures (and any other
@@ -217,7 +228,7 @@ class RespProtocol(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-def _resolve(future: asyncio.Future[Reply] | None, reply: Reply) -> None:
+def _resolve(future: Waiter | None, reply: Reply) -> None:
     if future is None or future.done():  # an ignored reply, or its caller was cancelled
         return
     if type(reply) is ReplyError:
@@ -317,9 +328,9 @@ class RespPipeline:
         self.target = target
         self.reply_timeout = reply_timeout
         self._payloads: list[bytes] = []
-        self._futures: list[asyncio.Future[Reply] | None] = []
+        self._futures: list[Waiter | None] = []
         self._protocol: RespProtocol | None = None
-        self._unsent: list[tuple[bytes, list[asyncio.Future[Reply] | None]]] = []
+        self._unsent: list[tuple[bytes, list[Waiter | None]]] = []
         self._connecting: asyncio.Task[None] | None = None
 
     def send(self, packed: bytes) -> asyncio.Future[Reply]:
@@ -328,18 +339,28 @@ class RespPipeline:
         self._queue(packed, future)
         return future
 
+    def send_to(self, packed: bytes, waiter: Waiter) -> None:
+        """Queue a packed command for this iteration's group; `waiter` takes its reply."""
+        self._queue(packed, waiter)
+
     def send_once(self, packed: bytes) -> None:
         """Queue a command whose reply nobody awaits, unless the next group already holds it."""
         if packed not in self._payloads:
             self._queue(packed, None)
 
-    def _queue(self, packed: bytes, future: asyncio.Future[Reply] | None) -> None:
+    def _queue(self, packed: bytes, future: Waiter | None) -> None:
         self._payloads.append(packed)
         self._futures.append(future)
         if len(self._payloads) == 1:  # the group's first: write the group once this iteration ends
             self.loop.call_soon(self._write_group)
 
+    def flush(self) -> None:
+        """Write the group queued so far now, not at the end of this loop iteration."""
+        self._write_group()
+
     def _write_group(self) -> None:
+        if not self._payloads:  # written early by flush()
+            return
         payload, futures = b"".join(self._payloads), self._futures
         self._payloads, self._futures = [], []
         protocol = self._protocol
@@ -375,11 +396,12 @@ class RespPipeline:
                     future.set_exception(exc)
 
     def outstanding(self) -> list[asyncio.Future[Reply]]:
-        """Futures of commands queued, being connected for, or awaiting replies."""
+        """Futures of commands queued, being connected for, or awaiting replies (other waiters
+        are their owners' to track)."""
         futures = [*self._futures, *(f for _, group in self._unsent for f in group)]
         if self._protocol is not None:
             futures += self._protocol.waiting()
-        return [future for future in futures if future is not None and not future.done()]
+        return [f for f in futures if isinstance(f, asyncio.Future) and not f.done()]
 
     async def aclose(self) -> None:
         """Let what is under way finish (bounded by the reply timeout), then close."""

@@ -1,5 +1,5 @@
-"""Group commit: many requests' admits and settles share one transaction (SQLite) or one round trip
-(Redis), yet each step stays atomic, nothing overspends, and no request goes on before its step is
+"""Group commit: many requests' admits and settles share one transaction (SQLite) or one script call
+in one round trip (Redis), yet each step stays atomic, nothing overspends, and no request goes on before its step is
 durable; a group that fails to commit serves nobody."""
 
 from __future__ import annotations
@@ -17,9 +17,16 @@ import msgspec
 import pytest
 
 from api.metering import redis_store as redis_store_module
-from api.metering.config import Limits, MeteringConfig
-from api.metering.model import Account, Admission, Charge, MeteringUnavailableError, Outcome
-from api.metering.redis_store import ADMIT, RedisMeteringStore, _Script
+from api.metering.config import Limits, MeteringConfig, Plan
+from api.metering.model import (
+    Account,
+    Admission,
+    Charge,
+    LedgerEntry,
+    MeteringUnavailableError,
+    Outcome,
+)
+from api.metering.redis_store import BATCH, RedisMeteringStore, _Script
 from api.metering.resp import RespProtocol
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import MeteringStore, open_store
@@ -205,7 +212,7 @@ async def test_sqlite_a_group_that_cannot_commit_serves_nobody(
         await store.close()
 
 
-# -- Redis: one pipelined round trip per group ----------------------------------------------------
+# -- Redis: one BATCH script call per group -------------------------------------------------------
 
 
 def redis_store(redis_prefix: str, config: MeteringConfig, clock: FakeClock) -> RedisMeteringStore:
@@ -237,7 +244,7 @@ def recorded_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return writes
 
 
-async def test_redis_steps_queued_together_go_out_in_one_write(
+async def test_redis_steps_queued_together_go_out_as_one_script_call_in_one_write(
     redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = redis_store(redis_prefix, config, clock)
@@ -245,12 +252,12 @@ async def test_redis_steps_queued_together_go_out_in_one_write(
         account = await new_account(store, "internal")
         writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(8)))
-        assert [write.count(EVALSHA) for write in writes] == [8]
+        assert [write.count(EVALSHA) for write in writes] == [1]  # the 8 steps in one call
         assert all(a.outcome is Outcome.ADMITTED for a in admissions)
         settled = await asyncio.gather(
             *(store.settle(a.charge, 404) for a in admissions if a.charge)
         )
-        assert [write.count(EVALSHA) for write in writes] == [8, 8]
+        assert [write.count(EVALSHA) for write in writes] == [1, 1]
         assert [net for net, _ in settled] == [1] * 8
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 8 + [("settle", 0)] * 8
@@ -265,13 +272,13 @@ async def test_redis_a_script_unknown_to_redis_is_loaded_and_run_once(
     store = redis_store(redis_prefix, config, clock)
     try:
         account = await new_account(store, "sandbox")
-        fresh = f"{ADMIT}\n-- {uuid.uuid4().hex}\n"  # a script this Redis has never seen
-        store._admit_script = _Script.of(fresh)
+        fresh = f"{BATCH}\n-- {uuid.uuid4().hex}\n"  # a script this Redis has never seen
+        store._batch_script = _Script.of(fresh)
         writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(3)))
         assert all(a.outcome is Outcome.ADMITTED for a in admissions)
-        # The group, then one SCRIPT LOAD ahead of the three steps sent once more, in one write.
-        assert [(w.count(SCRIPT_LOAD), w.count(EVALSHA)) for w in writes] == [(0, 3), (1, 3)]
+        # The batch, then one SCRIPT LOAD ahead of the batch sent once more, in one write.
+        assert [(w.count(SCRIPT_LOAD), w.count(EVALSHA)) for w in writes] == [(0, 1), (1, 1)]
         assert writes[1].index(SCRIPT_LOAD) < writes[1].index(EVALSHA)
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 3
@@ -280,21 +287,49 @@ async def test_redis_a_script_unknown_to_redis_is_loaded_and_run_once(
         await store.close()
 
 
-async def test_redis_an_error_reply_fails_only_its_step(
+async def test_redis_an_error_reply_fails_the_steps_of_its_batch_and_the_connection_stays(
     redis_prefix: str, config: MeteringConfig, clock: FakeClock
 ) -> None:
     store = redis_store(redis_prefix, config, clock)
     try:
         account = await new_account(store, "internal")
-        failing = _Script.of(f"return redis.error_reply('ERR boom {uuid.uuid4().hex}')")
-        admit = store.admit(account, "ping", 1)
+        assert (await store.admit(account, "ping", 1)).charge is not None
+        connection = store._pipeline_here()._protocol
+        batch_script = store._batch_script
+        failing = f"return redis.error_reply('ERR boom {uuid.uuid4().hex}')"
+        await store.client.script_load(failing)
+        store._batch_script = _Script.of(failing)
         results = await asyncio.gather(
-            admit, store._eval(failing, [], []), admit_again(store, account), return_exceptions=True
+            *(store.admit(account, "ping", 1) for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(r, MeteringUnavailableError) and "boom" in str(r) for r in results)
+        store._batch_script = batch_script
+        assert (await store.admit(account, "ping", 1)).charge is not None
+        assert store._pipeline_here()._protocol is connection  # the connection stays
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 2
+    finally:
+        await store.close()
+
+
+async def test_redis_a_step_that_raises_in_the_batch_fails_alone(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        account = await new_account(store, "internal")
+        broken_settle = ["s", "slot", "ping", "200", "not a number", "0", "0", "-1", "-1"]
+        results = await asyncio.gather(
+            store.admit(account, "ping", 1),
+            store._step(account.key_id, broken_settle),
+            admit_again(store, account),
+            return_exceptions=True,
         )
         assert isinstance(results[1], MeteringUnavailableError)
-        assert "boom" in str(results[1])
+        assert "arithmetic" in str(results[1])
         assert [r.outcome for r in results if isinstance(r, Admission)] == [Outcome.ADMITTED] * 2
-        assert (await store.admit(account, "ping", 1)).charge is not None  # the connection stays
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 2
     finally:
         await store.close()
 
@@ -360,15 +395,141 @@ async def test_redis_a_lost_reply_fails_closed_is_never_resent_and_the_next_step
         await asyncio.sleep(0.05)
         assert fake.connections == 1
         assert fake.closed_by_client == (0 if hang_up else 1)
-        assert b"".join(fake.received).count(EVALSHA) == 3
+        assert b"".join(fake.received).count(EVALSHA) == 1  # the three steps' one call
         with pytest.raises(MeteringUnavailableError):
             await store.admit(account, "ping", 1)
         assert fake.connections == 2
-        assert b"".join(fake.received).count(EVALSHA) == 4
+        assert b"".join(fake.received).count(EVALSHA) == 2
     finally:
         await store.close()
         server.close()
         await server.wait_closed()
+
+
+def tight_config(config: MeteringConfig, requests_per_window: int = 300) -> MeteringConfig:
+    """A plan whose base budget runs out within a test (then pack tokens, then refusals)."""
+    plans = {**config.plans, "tight": Plan(monthly_budget=20, daily_cap=40)}
+    limits = Limits(requests_per_window=requests_per_window)
+    return msgspec.structs.replace(config, plans=plans, limits=limits)
+
+
+def outcome_of(admission: Admission) -> tuple[Any, ...]:
+    """An admission without what differs between stores (key id, slot id)."""
+    charge = admission.charge
+    spent = None if charge is None else (charge.tokens, charge.base_tokens, charge.pack_tokens)
+    return admission.outcome, admission.balance, admission.retry_after, spent
+
+
+async def counters(store: RedisMeteringStore, account: Account) -> list[Any]:
+    fields = ("packs", "month", "month_used", "day", "day_used")
+    return await store.client.hmget(store._key("acct", account.key_id), fields)
+
+
+def rows_of(entries: list[LedgerEntry]) -> list[tuple[Any, ...]]:
+    return [
+        (e.kind, e.route, e.status, e.tokens, e.base_tokens, e.pack_tokens, e.ts) for e in entries
+    ]
+
+
+async def test_redis_a_batch_of_two_keys_admits_and_settles_leaves_what_one_at_a_time_would(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admits and settles of two keys in one BATCH call: every step sees the steps before it, and
+    each key's counters, ledger and replies are what the same steps one call each leave."""
+    config = tight_config(config)
+    batched = redis_store(redis_prefix, config, clock)
+    single = redis_store(f"{redis_prefix}one:", config, clock)
+    try:
+        results = {}
+        for store in (batched, single):
+            first, second = await new_account(store, "tight"), await new_account(store, "tight")
+            await store.topup(second.key_id, 10)
+
+            async def run(steps: list[Any], together: bool) -> list[Any]:
+                if together:
+                    return list(await asyncio.gather(*(step() for step in steps)))
+                return [await step() for step in steps]
+
+            together = store is batched
+            writes = recorded_writes(monkeypatch)
+            admissions = await run(
+                [
+                    lambda: store.admit(first, "get-indicators", 8),  # noqa: B023
+                    lambda: store.admit(second, "get-indicators", 8),  # noqa: B023
+                    lambda: store.admit(first, "get-indicators", 8),  # noqa: B023
+                    lambda: store.admit(second, "get-indicators", 8),  # noqa: B023
+                ],
+                together,
+            )
+            charges = [a.charge for a in admissions]
+            mixed = await run(
+                [
+                    lambda: store.settle(charges[0], 200),  # noqa: B023
+                    lambda: store.admit(first, "get-indicators", 8),  # noqa: B023
+                    lambda: store.admit(second, "scorecard", 10),  # noqa: B023
+                    lambda: store.settle(charges[1], 503),  # noqa: B023
+                    lambda: store.settle(charges[2], 404),  # noqa: B023
+                    lambda: store.admit(first, "scorecard", 10),  # noqa: B023
+                    lambda: store.settle(charges[3], 200),  # noqa: B023
+                ],
+                together,
+            )
+            assert [w.count(EVALSHA) for w in writes] == ([1, 1] if together else [1] * 11)
+            results[store] = (
+                [outcome_of(a) for a in admissions],
+                [outcome_of(r) if isinstance(r, Admission) else r for r in mixed],
+                [await store.balance(account) for account in (first, second)],
+                [await counters(store, account) for account in (first, second)],
+                [rows_of(await store.ledger(account.key_id)) for account in (first, second)],
+            )
+        assert results[batched] == results[single]
+        admitted, mixed, balances, counted, _ = results[batched]
+        assert [spent for *_, spent in admitted] == [(8, 8, 0), (8, 8, 0), (8, 8, 0), (8, 8, 0)]
+        assert mixed[1][0] is Outcome.MONTHLY_LIMIT  # 4 left before the 404's credit
+        assert mixed[2][3] == (10, 4, 6)  # the base's last 4, then pack tokens
+        assert mixed[5][3] == (10, 10, 0)  # after the credit of 7
+        assert [balance.remaining for balance in balances] == [1, 11]
+        assert [packs for packs, *_ in counted] == ["0", "4"]
+    finally:
+        await batched.close()
+        await single.close()
+
+
+async def test_redis_a_step_refused_in_a_batch_leaves_the_steps_after_it_alone(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rate-limited or over-budget admit inside a batch changes nothing, and the steps after it
+    (of its key and of others) run as if it had not been there."""
+    store = redis_store(redis_prefix, tight_config(config, requests_per_window=2), clock)
+    try:
+        first, second = await new_account(store, "tight"), await new_account(store, "tight")
+        writes = recorded_writes(monkeypatch)
+        admissions = await asyncio.gather(
+            store.admit(first, "scorecard", 10),
+            store.admit(first, "get-indicators", 25),  # over the monthly budget: refused
+            store.admit(first, "get-indicators", 8),
+            store.admit(first, "ping", 1),  # a third request in the window: refused
+            store.admit(second, "get-indicators", 8),
+            store.admit(second, "scorecard", 10),
+        )
+        assert [w.count(EVALSHA) for w in writes] == [1]
+        assert [a.outcome for a in admissions] == [
+            Outcome.ADMITTED,
+            Outcome.MONTHLY_LIMIT,
+            Outcome.ADMITTED,
+            Outcome.RATE_LIMITED,
+            Outcome.ADMITTED,
+            Outcome.ADMITTED,
+        ]
+        assert admissions[3].retry_after == 60
+        remaining = [a.balance.remaining for a in admissions if a.balance]
+        assert remaining == [10, 10, 2, 2, 12, 2]  # the refused see the state before them
+        for account, spent in ((first, [10, 8]), (second, [8, 10])):
+            entries = await store.ledger(account.key_id)
+            assert [(e.kind, e.tokens) for e in entries] == [("charge", n) for n in spent]
+            assert (await store.balance(account)).remaining == 2
+    finally:
+        await store.close()
 
 
 async def test_sqlite_one_group_over_several_keys_writes_each_account_back_exactly(

@@ -326,6 +326,46 @@ async def test_send_once_is_not_repeated_within_a_group(fake_connect: FakeConnec
     assert transport.writes == [load + pack("PING") * 3]
 
 
+class RecordingWaiter:
+    """A waiter that is not a future: resolved as the reply is parsed."""
+
+    def __init__(self) -> None:
+        self.replies: list[Any] = []
+
+    def done(self) -> bool:
+        return bool(self.replies)
+
+    def set_result(self, result: Reply, /) -> None:
+        self.replies.append(result)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self.replies.append(exception)
+
+
+async def test_a_flushed_group_is_written_at_once_and_its_waiter_resolved_as_parsed(
+    fake_connect: FakeConnect,
+) -> None:
+    pipeline = RespPipeline(Target(), reply_timeout=5.0)
+    first = pipeline.send(pack("PING"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    ((protocol, transport),) = fake_connect.opened
+    protocol.data_received(b"+PONG\r\n")
+    assert await first == "PONG"
+    waiter, other = RecordingWaiter(), RecordingWaiter()
+    pipeline.send_to(pack("ECHO", "a"), waiter)
+    pipeline.flush()  # written now, not when this iteration ends
+    assert transport.writes[-1] == pack("ECHO", "a")
+    pipeline.send_to(pack("ECHO", "b"), other)
+    assert pipeline.outstanding() == []  # a waiter is tracked by its owner
+    await asyncio.sleep(0)  # the scheduled write: the later command only
+    assert transport.writes[-1] == pack("ECHO", "b")
+    protocol.data_received(b"+a\r\n-ERR b\r\n")  # resolved in this call, not a later one
+    assert waiter.replies == ["a"]
+    assert [type(reply) for reply in other.replies] == [ReplyError]
+    await pipeline.aclose()
+
+
 async def test_unreachable_fails_the_group_and_the_next_command_connects_again(
     fake_connect: FakeConnect,
 ) -> None:
