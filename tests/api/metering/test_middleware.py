@@ -13,6 +13,7 @@ import pytest
 from litestar import Litestar, Request, get
 from litestar.exceptions import HTTPException, NotFoundException, ServiceUnavailableException
 from litestar.middleware import DefineMiddleware
+from litestar.response import Stream
 
 from api.metering import MeteringMiddleware, report_points
 from api.metering.config import MeteringConfig
@@ -63,9 +64,21 @@ async def slow() -> dict[str, bool]:
     return {"done": True}
 
 
+@get("/api/v2/{market:str}/newsroom/stream-briefs/{symbol:str}", opt={"operation": "get-recent-briefs"})  # fmt: skip
+async def streamed_briefs() -> Stream:
+    async def chunks() -> AsyncIterator[bytes]:
+        for part in STREAMED:
+            yield part
+
+    return Stream(chunks(), media_type="application/json")
+
+
+STREAMED = (b'{"briefs":', b"[]", b"}")
+
+
 def make_app(store: MeteringStore, config: MeteringConfig) -> Litestar:
     return Litestar(
-        route_handlers=[ping, status, briefs, price_history, slow],
+        route_handlers=[ping, status, briefs, price_history, slow, streamed_briefs],
         middleware=[DefineMiddleware(MeteringMiddleware, store=store, config=config)],
     )
 
@@ -400,3 +413,26 @@ async def test_health_check_fails_when_the_store_is_unreachable(config: Metering
     check = await plugin.health_check.run()
     assert (check.status, check.latency_ms) == ("error", None)
     await plugin.store.close()
+
+
+# -- the held response ---------------------------------------------------------------------------
+
+
+async def test_a_streamed_response_is_settled_on_its_first_chunk_and_passed_through_whole(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    """A route that streams (more_body) is not held: the settle runs on its first chunk, the balance
+    headers go out with it, and every chunk follows unchanged; it costs what the same operation
+    costs unstreamed, and the ledger has its charge and its settle with the status."""
+    plain = await client.get(BRIEFS, headers=bearer(key))
+    response = await client.get("/api/v2/crypto/newsroom/stream-briefs/BTC", headers=bearer(key))
+    assert response.status_code == 200
+    assert response.content == b"".join(STREAMED)
+    assert tokens(response)["x-tokens-cost"] == tokens(plain)["x-tokens-cost"] > 0
+    assert tokens(response)["x-tokens-remaining"] == (
+        tokens(plain)["x-tokens-remaining"] - tokens(plain)["x-tokens-cost"]
+    )
+    account = await store.authenticate(key)
+    assert account is not None
+    entries = await store.ledger(account.key_id)
+    assert [(e.kind, e.status) for e in entries][-2:] == [("charge", 0), ("settle", 200)]
