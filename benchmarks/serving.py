@@ -226,7 +226,7 @@ def api_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Figure]
     return figures
 
 
-def _redis_cleanup(prefix: str) -> None:
+def redis_cleanup(prefix: str) -> None:
     import redis
 
     client = redis.Redis.from_url(REDIS_URL)
@@ -271,7 +271,7 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
             results = measure(targets, plan)
     finally:
         if "redis" in urls:
-            _redis_cleanup(prefix)
+            redis_cleanup(prefix)
     off = results[f"{route} metering off"]
     figures = []
     for name in ("sqlite", "redis", CEILING):

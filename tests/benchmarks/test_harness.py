@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 from litestar.testing import TestClient
 
 from api.app import asgi_app
+from benchmarks import store_steps
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
 from benchmarks.bare_app import PRICE_BODY_ENV, create_app
 from benchmarks.figures import Figure, Goal, read_json, table, write_json
 from benchmarks.load import LoadResult, parse_wrk
-from benchmarks.servers import bare_command, free_port, serving
+from benchmarks.servers import bare_command, create_key, free_port, serving, waiting_store_command
 from benchmarks.serving import LoadPlan, Target, best, best_p99, measure
 
 LIST_SYMBOLS = "/api/v2/crypto/instruments/list-symbols"
@@ -104,6 +107,27 @@ def test_the_bare_app_starts_under_the_production_server_and_takes_load(tmp_path
     with serving(command, dict(os.environ), port, "/small", tmp_path / "log") as server:
         results = measure([Target("bare", server, ["/small"], {})], plan)
     assert [r.clean for r in results["bare"]] == [True, True]
+
+
+def test_the_ceiling_app_meters_real_keys_and_only_waits(tmp_path: Path) -> None:
+    """benchmarks.waiting_store_app: a key of the real SQLite file is served (the route's own 503
+    with no warehouse) with balance headers; a wrong key is still refused."""
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path / "data")}
+    env["MI_METERING_URL"] = f"sqlite://{tmp_path / 'metering.sqlite3'}"
+    key = create_key(env)
+    port = free_port()
+    with serving(waiting_store_command(port, 1, "granian"), env, port, "/api/v1/ping", tmp_path / "log") as server:  # fmt: skip
+        ok = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}"})
+        wrong = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}x"})
+    assert ok.status_code == 503  # no warehouse in tmp_path: the route's answer, metered
+    assert ok.headers["x-tokens-cost"] == "1"  # net of a 503
+    assert wrong.status_code == 401
+
+
+def test_the_store_steps_bench_reports_time_per_admit_and_settle() -> None:
+    wall, cpu = asyncio.run(store_steps.run("sqlite", "internal", pairs=200, concurrent=4))
+    assert wall > 0
+    assert cpu > 0
 
 
 def test_the_best_round_is_the_fastest_clean_one() -> None:
