@@ -139,6 +139,8 @@ class _Group:
 Step = Callable[["_Group"], Any]
 """One request's atomic step, run inside a group transaction (`group.conn`, `group.now`)."""
 _Pending = tuple[Step, "asyncio.Future[Any]"]
+BUSY_RETRY_SECONDS = 0.02
+"""How long the loop retries a busy write lock (once per iteration) before the thread waits."""
 CHECKPOINT_EVERY = 256
 """Inline commits between two passive WAL checkpoints (run on the store's thread, off the loop)."""
 
@@ -172,6 +174,7 @@ class SqliteMeteringStore(MeteringStore):
         self._pending: list[_Pending] = []
         self._flush_scheduled = False
         self._handed_off = 0  # groups on the thread (lock was busy): later groups follow them
+        self._busy_since: float | None = None  # when the loop first found the lock busy
         self._commits = 0
         self._checkpointing = False
         # Slot ids: unique across processes and hosts without a urandom call per request.
@@ -261,16 +264,38 @@ class SqliteMeteringStore(MeteringStore):
         try:
             outcomes = self._commit_group(self._inline_connection(), batch, wait=False)
         except _LockBusyError:
-            self._hand_off(batch)
+            self._lock_busy(batch)
             return
         except (sqlite3.Error, OSError) as exc:  # the file cannot be opened: nothing committed
             outcomes = [(False, exc)] * len(batch)
+        self._busy_since = None
         _resolve(
             [(future, ok, value) for (_, future), (ok, value) in zip(batch, outcomes, strict=True)]
         )
         self._commits += 1
         if self._commits >= CHECKPOINT_EVERY and not self._checkpointing:
             self._checkpoint()
+
+    def _lock_busy(self, batch: list[_Pending]) -> None:
+        """Another process holds the write lock: try again on the next loop iteration (steps
+        queued meanwhile join the group), for up to `BUSY_RETRY_SECONDS`; then the store's thread
+        waits for the lock instead.
+
+        Another worker's group commit holds the lock for tens of µs, while SQLite's own busy
+        handler sleeps at least 1 ms a try: retrying on the loop keeps a contended commit at
+        about a loop iteration. A lock held longer (an administration call, another tool) goes
+        to the thread, so the loop does not spin on it.
+        """
+        now = time.monotonic()
+        if self._busy_since is None:
+            self._busy_since = now
+        if now - self._busy_since < BUSY_RETRY_SECONDS:
+            self._pending = batch + self._pending
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+            return
+        self._busy_since = None
+        self._hand_off(batch)
 
     def _hand_off(self, batch: list[_Pending]) -> None:
         """Commit `batch` on the store's thread, which waits for the lock; resolve on the loop."""

@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from api.metering import redis_store as redis_store_module
+from api.metering import sqlite_store
 from api.metering.config import Limits, MeteringConfig, Plan
 from api.metering.model import (
     Account,
@@ -122,11 +123,38 @@ async def test_sqlite_steps_queued_together_commit_in_one_transaction(
         await store.close()
 
 
-async def test_sqlite_the_loop_never_waits_for_another_process_lock_and_groups_keep_order(
-    tmp_path: Path, config: MeteringConfig, clock: FakeClock
+async def test_sqlite_a_briefly_busy_lock_is_retried_on_the_loop_without_blocking_it(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While another connection holds the write lock, groups go to the store's thread in order
-    (the loop keeps running: a later group is queued meanwhile), then commit in that order."""
+    """Another connection holds the write lock (as another worker's commit would): the loop tries
+    again each iteration instead of sleeping in SQLite's busy handler (its connection never waits,
+    and nothing goes to the thread), and commits the group, with the steps queued since, once the
+    lock is free."""
+    monkeypatch.setattr(sqlite_store, "BUSY_RETRY_SECONDS", 60.0)  # never hand off here
+    store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
+    try:
+        account = await new_account(store, "internal")
+        with lock_held(store):
+            first = [asyncio.ensure_future(store.admit(account, "ping", 1)) for _ in range(3)]
+            await asyncio.sleep(0.02)
+            later = asyncio.ensure_future(store.admit(account, "get-indicators", 2))
+            await asyncio.sleep(0.02)
+            assert store._handed_off == 0
+            assert not any(waiter.done() for waiter in [*first, later])
+        admissions = await asyncio.gather(*first, later)
+        assert all(admission.charge is not None for admission in admissions)
+        entries = await store.ledger(account.key_id)
+        assert [e.route for e in entries] == ["ping"] * 3 + ["get-indicators"]
+    finally:
+        await store.close()
+
+
+async def test_sqlite_the_loop_never_waits_for_another_process_lock_and_groups_keep_order(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock held longer than the retry window: groups go to the store's thread in order (the
+    loop keeps running: a later group is queued meanwhile), then commit in that order."""
+    monkeypatch.setattr(sqlite_store, "BUSY_RETRY_SECONDS", 0.0)  # hand off at the first busy
     store = SqliteMeteringStore(tmp_path / "metering.sqlite3", config, clock)
     try:
         account = await new_account(store, "internal")
