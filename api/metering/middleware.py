@@ -236,9 +236,13 @@ class MeteringMiddleware:
         )
         try:
             await self.app(scope, receive, response)
-        finally:
-            if response.start is None:  # the handler died before answering: a server failure
+        except BaseException:
+            if not response.streaming:  # nothing was sent: the server answers 500, billed so
                 await self._settle(charge, 500, None, admitted)
+            raise
+        if response.start is None:  # the route returned without answering: a server failure
+            await self._settle(charge, 500, None, admitted)
+            return
         await response.release()
 
     async def _settle_for(
@@ -285,7 +289,7 @@ class _HeldResponse:
         await self.send({**start, "headers": headers})
 
     async def release(self) -> None:
-        """Settle and send what the route answered (if it answered and did not stream)."""
+        """Settle and send what the route answered (unless it streamed: settled already)."""
         if self.streaming or self.start is None:
             return
         await self._send_start()

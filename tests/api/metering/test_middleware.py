@@ -436,3 +436,46 @@ async def test_a_streamed_response_is_settled_on_its_first_chunk_and_passed_thro
     assert account is not None
     entries = await store.ledger(account.key_id)
     assert [(e.kind, e.status) for e in entries][-2:] == [("charge", 0), ("settle", 200)]
+
+
+class _Handler:
+    """What the middleware reads of a Litestar route handler: its `opt`."""
+
+    def __init__(self) -> None:
+        self.opt = {"operation": "get-recent-briefs"}
+
+
+async def test_a_route_that_raises_after_starting_its_answer_sends_nothing_and_bills_a_failure(
+    store: MeteringStore, config: MeteringConfig, key: str
+) -> None:
+    """The held start never goes out when the route then raises: the server answers its own 500,
+    and the ledger has the charge credited down to the failure floor (1 token, status 500)."""
+
+    async def breaks_midway(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise RuntimeError("after the start, before the body")
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {
+        "type": "http",
+        "route_handler": _Handler(),
+        "headers": [(b"authorization", f"Bearer {key}".encode())],
+        "path_params": {"market": "crypto", "symbol": "BTC"},
+        "query_string": b"",
+    }
+    middleware = MeteringMiddleware(breaks_midway, store=store, config=config)
+    with pytest.raises(RuntimeError, match="after the start"):
+        await middleware(cast("Any", scope), receive, send)
+    assert sent == []
+    account = await store.authenticate(key)
+    assert account is not None
+    entries = await store.ledger(account.key_id)
+    assert [(e.kind, e.status) for e in entries] == [("charge", 0), ("credit", 500)]
+    assert sum(e.tokens for e in entries) == 1
