@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from api.metering.config import MeteringConfig, load_config
-from api.metering.model import Account, LedgerEntry
+from api.metering.model import Account, Charge, LedgerEntry
 from api.metering.store import MeteringStore, open_store
 from pipelines.catalog import Manifest, PartitionFile, write_manifest
 from tests.api.conftest import price_frame
@@ -290,6 +290,30 @@ def open_charges(entries: Sequence[LedgerEntry]) -> Iterator[int]:
         elif entry.kind in ("credit", "settle"):
             open_now -= 1
         yield open_now
+
+
+IN_FLIGHT_MESSAGE = "too many simultaneous requests: at most 10 in flight"
+
+
+def tokens(response: httpx.Response) -> dict[str, int]:
+    return {name: int(response.headers[name]) for name in BALANCE_HEADERS}
+
+
+async def hold_in_flight(store: MeteringStore, account: Account, count: int = 10) -> list[Charge]:
+    """`count` pings admitted through the store and not settled: requests in flight, as another
+    worker's would be (the in-flight rule is then checked without relying on a burst's timing)."""
+    charges = [(await store.admit(account, "ping", 1)).charge for _ in range(count)]
+    held = [charge for charge in charges if charge is not None]
+    assert len(held) == count
+    return held
+
+
+def assert_refused_in_flight(response: httpx.Response) -> None:
+    """The in-flight 429: its message, Retry-After 1 and nothing charged."""
+    assert response.status_code == 429
+    assert response.json() == {"success": False, "message": IN_FLIGHT_MESSAGE}
+    assert response.headers["retry-after"] == "1"
+    assert tokens(response)["x-tokens-cost"] == 0
 
 
 def publish_prices(warehouse: Path) -> None:

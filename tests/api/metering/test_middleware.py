@@ -175,6 +175,19 @@ async def test_malformed_or_unknown_authorization_is_401_and_charges_nothing(
     assert await spent(store) == 0
 
 
+async def test_two_authorization_headers_are_401_even_when_both_name_the_key(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    """Ambiguous credentials are refused, not resolved by picking one; nothing is charged."""
+    value = f"Bearer {key}".encode()
+    response = await client.get(BRIEFS, headers=[(b"authorization", value)] * 2)
+    assert response.status_code == 401
+    assert response.json() == {"success": False, "message": "unauthorized"}
+    assert "x-tokens-cost" not in response.headers
+    assert await spent(store) == 0
+    assert (await client.get(BRIEFS, headers=[(b"authorization", value)])).status_code == 200
+
+
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
 async def test_bearer_scheme_is_case_insensitive(
     client: httpx.AsyncClient, key: str, scheme: str

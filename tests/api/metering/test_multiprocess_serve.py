@@ -28,19 +28,22 @@ from api.settings import ApiSettings
 from .conftest import (
     BAD_STRATEGY,
     BALANCE_HEADERS,
+    IN_FLIGHT_MESSAGE,
     NOT_MATERIALIZED,
     PING,
     REDIS_URL,
     MiServer,
+    assert_refused_in_flight,
+    hold_in_flight,
     mi_keys_create,
     mi_serve,
     open_charges,
     publish_prices,
+    tokens,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-IN_FLIGHT_MESSAGE = "too many simultaneous requests: at most 10 in flight"
 RATE_MESSAGE = "rate limit exceeded: at most 300 requests per 60 seconds"
 
 
@@ -91,10 +94,6 @@ async def new_key(store: MeteringStore, plan: str, key: str | None = None) -> tu
     account = await store.authenticate(key)
     assert account is not None
     return key, account
-
-
-def tokens(response: httpx.Response) -> dict[str, int]:
-    return {name: int(response.headers[name]) for name in BALANCE_HEADERS}
 
 
 async def fire(served: Served, key: str, paths: list[str], connections: int) -> list[httpx.Response]:  # fmt: skip
@@ -185,19 +184,12 @@ async def test_the_11th_request_in_flight_is_refused_and_never_admitted(
     """
     key, account = await new_key(store, "quant")
     headers = {"Authorization": f"Bearer {key}"}
-    held = [(await store.admit(account, "ping", 1)).charge for _ in range(10)]
+    held = await hold_in_flight(store, account)
     async with httpx.AsyncClient(base_url=served.server.base, timeout=30) as http:
-        refused = await http.get(PING, headers=headers)
-        assert refused.status_code == 429
-        assert refused.json() == {"success": False, "message": IN_FLIGHT_MESSAGE}
-        assert refused.headers["retry-after"] == "1"
-        assert tokens(refused)["x-tokens-cost"] == 0
-        first = held.pop()
-        assert first is not None
-        await store.settle(first, 200)
+        assert_refused_in_flight(await http.get(PING, headers=headers))
+        await store.settle(held.pop(), 200)
         assert (await http.get(PING, headers=headers)).status_code == 200
     for charge in held:
-        assert charge is not None
         await store.settle(charge, 200)
 
     responses = await fire(served, key, [PING] * 150, connections=150)
