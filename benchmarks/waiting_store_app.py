@@ -1,9 +1,10 @@
 """The metering ceiling: the real app and metering middleware over a store that only waits.
 
-Every durable store makes a metered request wait twice, for its admit to commit before the route
-runs and for its settle to commit before the response leaves. `WaitingStore` keeps those two
-waits (each resolved on the next event-loop iteration, grouped per iteration as the real stores
-group their commits) and drops the store's own work, so this app's rate is the best any store
+Every durable store makes a metered request wait for each of its steps to commit: a limited
+plan's admit before the route runs and its settle before the response leaves; a plan without
+limits (the benchmark's `internal` key) its one record step before the response leaves.
+`WaitingStore` keeps those waits (each resolved on the next event-loop iteration, grouped per
+iteration as the real stores group their commits) and drops the store's own work, so this app's rate is the best any store
 can reach under this server: the metering figures are read against it as well as against
 metering off. Keys are authenticated through the real SQLite file (`MI_METERING_URL`).
 
@@ -21,7 +22,15 @@ from litestar import Litestar
 
 from api.app import create_app as create_api
 from api.metering.config import load_config
-from api.metering.model import UNLIMITED, Account, Admission, Balance, Charge, Outcome, net_cost
+from api.metering.model import (
+    UNLIMITED_BALANCE,
+    Account,
+    Admission,
+    Balance,
+    Charge,
+    Outcome,
+    net_cost,
+)
 from api.metering.plugin import MeteringPlugin
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import store_url_from_env
@@ -29,7 +38,6 @@ from api.settings import load_settings
 from benchmarks.bare_app import serve_factory
 
 FACTORY = "benchmarks.waiting_store_app:create_app"
-_UNLIMITED = Balance(UNLIMITED, UNLIMITED, UNLIMITED, UNLIMITED)
 
 
 class _Iteration:
@@ -63,13 +71,19 @@ class WaitingStore(SqliteMeteringStore):
     async def admit(self, account: Account, route: str, cost: int) -> Admission:
         await self._iteration.next()
         charge = Charge(account.key_id, route, "", cost, cost, 0, 0.0)
-        return Admission(Outcome.ADMITTED, _UNLIMITED, charge)
+        return Admission(Outcome.ADMITTED, UNLIMITED_BALANCE, charge)
 
     async def settle(
         self, charge: Charge, status: int, final: int | None = None
     ) -> tuple[int, Balance]:
         await self._iteration.next()
-        return net_cost(status, charge.tokens, final), _UNLIMITED
+        return net_cost(status, charge.tokens, final), UNLIMITED_BALANCE
+
+    async def record(
+        self, account: Account, route: str, status: int, tokens: int
+    ) -> Balance | None:
+        await self._iteration.next()
+        return UNLIMITED_BALANCE
 
 
 def create_app() -> Litestar:

@@ -37,6 +37,11 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def unlimited_budget(self) -> bool:
         return self.monthly_budget is None or self.daily_cap is None
 
+    @property
+    def has_limits(self) -> bool:
+        """Whether anything (rate, connections, budget) must be checked before the work."""
+        return self.limited or not self.unlimited_budget
+
 
 class ScaledCost(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A cost that scales with one integer parameter, after the route's default and clamp."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 from urllib.parse import parse_qsl
@@ -12,12 +13,14 @@ from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Sc
 
 from api.metering.config import MARKETS, MeteringConfig, ScaledCost, points_cost, request_cost
 from api.metering.model import (
+    Account,
     Admission,
     Balance,
     Charge,
     MeteringUnavailableError,
     Outcome,
     key_id_of,
+    net_cost,
 )
 from api.metering.store import MeteringStore
 
@@ -29,6 +32,7 @@ POINTS_SCOPE_KEY = "mi.metering.points"
 _encode = msgspec.json.Encoder().encode
 _UNAUTHORIZED = _encode({"success": False, "message": "unauthorized"})
 _UNAVAILABLE = _encode({"error": "token accounting is temporarily unavailable; retry later"})
+_RETRY_UNAVAILABLE = [(b"retry-after", str(UNAVAILABLE_RETRY_AFTER).encode())]
 _LIMIT_MESSAGES = {
     Outcome.DAILY_LIMIT: ("DAILY_TOKEN_LIMIT", "daily", "daily token limit reached"),
     Outcome.MONTHLY_LIMIT: ("MONTHLY_TOKEN_LIMIT", "monthly", "monthly token budget exhausted"),
@@ -155,10 +159,15 @@ class MeteringMiddleware:
                 await _respond(send, 401, _UNAUTHORIZED)
                 return
             cost = self._cost(operation, scope)
-            admission = await self.store.admit(account, operation, cost)
+            if not self.config.plan(account.plan).has_limits:
+                admission = None
+            else:
+                admission = await self.store.admit(account, operation, cost)
         except MeteringUnavailableError:
-            retry = [(b"retry-after", str(UNAVAILABLE_RETRY_AFTER).encode())]
-            await _respond(send, 503, _UNAVAILABLE, retry)
+            await _respond(send, 503, _UNAVAILABLE, _RETRY_UNAVAILABLE)
+            return
+        if admission is None:
+            await self._serve_then_record(scope, receive, send, operation, account, cost)
             return
         if admission.charge is None:
             await self._refuse(send, admission)
@@ -205,9 +214,14 @@ class MeteringMiddleware:
     async def _payment_required(self, send: Send, admission: Admission, scope: Scope) -> None:
         assert admission.charge is not None
         net, balance = await self._settle(admission.charge, 402, None, admission.balance)
+        await _respond(send, 402, self._payment_required_body(scope), balance_headers(net, balance))
+
+    @staticmethod
+    def _payment_required_body(scope: Scope) -> bytes:
         market = str(scope.get("path_params", {}).get("market", "")).lower()
-        body = {"success": False, "message": f"your plan does not include the {market} market"}
-        await _respond(send, 402, _encode(body), balance_headers(net, balance))
+        return _encode(
+            {"success": False, "message": f"your plan does not include the {market} market"}
+        )
 
     async def _settle(
         self, charge: Charge, status: int, final: int | None, fallback: Balance | None
@@ -245,6 +259,66 @@ class MeteringMiddleware:
             return
         await response.release()
 
+    async def _serve_then_record(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        operation: str,
+        account: Account,
+        cost: int,
+    ) -> None:
+        """A plan without limits: nothing to check before the work, so the route runs first with
+        its response held, and ONE store step (revocation, the net charge) runs before it is sent.
+
+        A revoked key still gets its 401 and the store being down its 503 (the held response is
+        dropped: nothing is served unrecorded); a killed worker has sent nothing it did not record.
+        """
+        if not self._entitled(account.plan, scope):
+            try:
+                headers = await self._record(account, operation, 402, 0)
+            except _Replacement as replaced:
+                await replaced.respond(send)
+                return
+            await _respond(send, 402, self._payment_required_body(scope), headers)
+            return
+
+        async def record(status: int) -> list[tuple[bytes, bytes]]:
+            return await self._record(
+                account, operation, status, self._net(scope, operation, status, cost)
+            )
+
+        response = _HeldResponse(send, record)
+        try:
+            await self.app(scope, receive, response)
+        except BaseException:
+            if not response.streaming:  # nothing was sent: the server answers 500, billed so
+                with contextlib.suppress(_Replacement):
+                    await self._record(account, operation, 500, net_cost(500, cost))
+            raise
+        if response.start is None:  # the route returned without answering: a server failure
+            with contextlib.suppress(_Replacement):
+                await self._record(account, operation, 500, net_cost(500, cost))
+            return
+        await response.release()
+
+    async def _record(
+        self, account: Account, operation: str, status: int, net: int
+    ) -> list[tuple[bytes, bytes]]:
+        """The balance headers of a recorded request; `_Replacement` when it must not be served."""
+        try:
+            balance = await self.store.record(account, operation, status, net)
+        except MeteringUnavailableError:
+            raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
+        if balance is None:  # revoked since the key was cached
+            raise _Replacement(401, _UNAUTHORIZED)
+        return balance_headers(net, balance)
+
+    def _net(self, scope: Scope, operation: str, status: int, cost: int) -> int:
+        points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
+        final = None if points is None else points_cost(self.config, operation, points)
+        return net_cost(status, cost, final)
+
     async def _settle_for(
         self, scope: Scope, operation: str, charge: Charge, status: int, admitted: Balance | None
     ) -> list[tuple[bytes, bytes]]:
@@ -254,10 +328,25 @@ class MeteringMiddleware:
         return balance_headers(net, balance)
 
 
+class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report
+    """Raised by a settle: the held response must not go out; this answer goes instead."""
+
+    def __init__(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+    async def respond(self, send: Send) -> None:
+        await _respond(send, self.status, self.body, self.headers)
+
+
 class _HeldResponse:
     """The `send` a metered route answers through: holds its start and body until settled."""
 
-    __slots__ = ("body", "send", "settle", "start", "streaming")
+    __slots__ = ("body", "replaced", "send", "settle", "start", "streaming")
 
     def __init__(
         self, send: Send, settle: Callable[[int], Awaitable[list[tuple[bytes, bytes]]]]
@@ -267,16 +356,19 @@ class _HeldResponse:
         self.start: HTTPResponseStartEvent | None = None
         self.body: Message | None = None
         self.streaming = False
+        self.replaced = False  # the settle sent another answer instead: the route's is dropped
 
     async def __call__(self, message: Message) -> None:
         if self.streaming:
-            await self.send(message)
+            if not self.replaced:
+                await self.send(message)
         elif message["type"] == "http.response.start":
             self.start = message
         elif message.get("more_body", False):
             self.streaming = True
             await self._send_start()
-            await self.send(message)
+            if not self.replaced:
+                await self.send(message)
         else:
             self.body = message
 
@@ -284,7 +376,12 @@ class _HeldResponse:
         start = self.start
         if start is None:  # a body without a start is the server's protocol error to report
             return
-        balance = await self.settle(start["status"])
+        try:
+            balance = await self.settle(start["status"])
+        except _Replacement as replacement:
+            self.replaced = True
+            await replacement.respond(self.send)
+            return
         headers = [*start.get("headers", ()), *balance]
         await self.send({**start, "headers": headers})
 
@@ -293,7 +390,7 @@ class _HeldResponse:
         if self.streaming or self.start is None:
             return
         await self._send_start()
-        if self.body is not None:
+        if self.body is not None and not self.replaced:
             await self.send(self.body)
 
 

@@ -111,6 +111,10 @@ class Balance(msgspec.Struct, frozen=True, gc=False):
     remaining_today: int
 
 
+UNLIMITED_BALANCE = Balance(UNLIMITED, UNLIMITED, UNLIMITED, UNLIMITED)
+"""The balance of a plan without a budget (every value UNLIMITED)."""
+
+
 class Charge(msgspec.Struct, frozen=True, gc=False):
     """What one admitted request was charged, and from where; settle() credits it back."""
 
@@ -181,7 +185,7 @@ class LedgerEntry:
 def balance_of(plan: Plan, base_used: int, packs: int, day_used: int) -> Balance:
     """Balance headers from a key's counters for the current month and day."""
     if plan.monthly_budget is None or plan.daily_cap is None:
-        return Balance(UNLIMITED, UNLIMITED, UNLIMITED, UNLIMITED)
+        return UNLIMITED_BALANCE
     return Balance(
         limit=plan.monthly_budget,
         limit_today=plan.daily_cap,

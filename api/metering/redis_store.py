@@ -18,6 +18,7 @@ from redis import exceptions as redis_errors
 
 from api.metering.config import MeteringConfig, Plan
 from api.metering.model import (
+    UNLIMITED_BALANCE,
     Account,
     Admission,
     Balance,
@@ -103,10 +104,12 @@ end
 # ARGV: now override, requests per window, window seconds, concurrent, request timeout, then the
 #   steps, each its kind and the index in KEYS of its key's account, then
 #   admit ('a'): cost, route, slot id, limited (0/1), monthly budget (-1: none), daily cap;
-#   settle ('s'): slot id, route, status, pack credit, base credit, charge time, monthly, daily.
+#   settle ('s'): slot id, route, status, pack credit, base credit, charge time, monthly, daily;
+#   record ('r', a plan without limits, after its work): route, status, net tokens.
 # Reply: one string, the steps' replies joined by newlines (one bulk string parses far cheaper than
 #   an array): admit 'unauthorized' or '<outcome> <retry after> <4 balance values>[ <base> <packs>
-#   <now>]', settle '<4 balance values>', a step that raised '!<error>' (the steps after it run).
+#   <now>]', settle '<4 balance values>', record 'unauthorized' or 'recorded', a step
+#   that raised '!<error>' (the steps after it run).
 BATCH = (
     _LUA_COMMON
     + """
@@ -176,6 +179,15 @@ local function settle(now, acct, conc, led, slot, route, status, credit_packs, c
   return string.format('%d %d %d %d', b[1], b[2], b[3], b[4])
 end
 
+local function record(now, acct, led, route, status, tokens)
+  local v = redis.call('HMGET', acct, 'hash', 'revoked')
+  if not v[1] or v[2] then return 'unauthorized' end
+  -- A plan without limits: the whole net cost is drawn from the base, as an admit would; its
+  -- period counters are not kept (no balance reads them): the ledger entry is the only write.
+  ledger(led, now, 'charge', route, status, tokens, tokens, 0)
+  return 'recorded'
+end
+
 local now = clock(KEYS[1], ARGV[1])
 local per_window, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local concurrent, timeout = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -189,6 +201,10 @@ while i <= #ARGV do
       tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5] == '1', tonumber(ARGV[i + 6]),
       tonumber(ARGV[i + 7]), per_window, window, concurrent, timeout)
     i = i + 8
+  elseif ARGV[i] == 'r' then
+    ok, reply = pcall(record, now, KEYS[k], KEYS[k + 3], ARGV[i + 2], tonumber(ARGV[i + 3]),
+      tonumber(ARGV[i + 4]))
+    i = i + 5
   else
     ok, reply = pcall(settle, now, KEYS[k], KEYS[k + 2], KEYS[k + 3], ARGV[i + 2], ARGV[i + 3],
       tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]),
@@ -481,6 +497,12 @@ class RedisMeteringStore(MeteringStore):
         args += [f"{charge.ts:.6f}", *self._plan_args(plan)]
         reply = await self._step(charge.key_id, args)
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
+
+    async def record(
+        self, account: Account, route: str, status: int, tokens: int
+    ) -> Balance | None:
+        reply = await self._step(account.key_id, ["r", route, str(status), str(tokens)])
+        return None if reply[0] == Outcome.UNAUTHORIZED else UNLIMITED_BALANCE
 
     async def _plan_of(self, key_id: str) -> str:
         cached = self._auth_cache.get(key_id)

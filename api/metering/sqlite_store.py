@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from api.metering.config import MeteringConfig
 from api.metering.model import (
+    UNLIMITED_BALANCE,
     Account,
     Admission,
     Balance,
@@ -518,6 +519,26 @@ class SqliteMeteringStore(MeteringStore):
             (charge.key_id, kind, charge.route, status, -credit, -credit_base, -credit_packs, now)
         )
         return balance_of(plan, base_used, packs, today_used)
+
+    async def record(
+        self, account: Account, route: str, status: int, tokens: int
+    ) -> Balance | None:
+        balance: Balance | None = await self._grouped(
+            lambda group: self._record(group, account.key_id, route, status, tokens)
+        )
+        return balance
+
+    def _record(
+        self, group: _Group, key_id: str, route: str, status: int, tokens: int
+    ) -> Balance | None:
+        row = group.account(key_id)
+        if row is None or row[1] is not None:
+            return None
+        # No budget: the whole cost is drawn from the base, as an admit would draw it; the
+        # account's period counters are not kept (no balance reads them), so the ledger row is
+        # the step's only write.
+        group.ledger.append((key_id, "charge", route, status, tokens, tokens, 0, group.now))
+        return UNLIMITED_BALANCE
 
     async def balance(self, account: Account) -> Balance:
         def read(conn: sqlite3.Connection) -> Balance:

@@ -84,6 +84,15 @@ class MeteringStore(ABC):
         """
 
     @abstractmethod
+    async def record(
+        self, account: Account, route: str, status: int, tokens: int
+    ) -> Balance | None:
+        """A plan without limits (`Plan.has_limits` false): ONE atomic step once its response is
+        ready and held: revocation, then the request's net cost as one settled `charge` ledger
+        row (with the response's status). None when the key is revoked: nothing is recorded.
+        """
+
+    @abstractmethod
     async def balance(self, account: Account) -> Balance: ...
 
     @abstractmethod

@@ -282,10 +282,13 @@ class PrivateRedis:
 
 
 def open_charges(entries: Sequence[LedgerEntry]) -> Iterator[int]:
-    """Replaying the ledger in order: charges not yet settled after each row (= slots in use)."""
+    """Replaying the ledger in order: charges not yet settled after each row (= slots in use).
+
+    A charge recorded with its settlement (a plan without limits: it has a status) opens nothing.
+    """
     open_now = 0
     for entry in entries:
-        if entry.kind == "charge":
+        if entry.kind == "charge" and entry.status == 0:
             open_now += 1
         elif entry.kind in ("credit", "settle"):
             open_now -= 1

@@ -9,7 +9,10 @@ response carries the x-tokens-cost the ledger keeps, or its request was not serv
   no response (a transport error, or the store's 503 when it executed a charge whose reply was lost);
 - sum of the ledger = sum of x-tokens-cost received + the tokens of those C - R charges (each at most
   the largest up-front cost, 16 here).
-Keys are `internal` (metered, no rate, connection or budget limit), so the load is not throttled.
+Each test runs both metering paths, on keys whose load is not throttled (no rate or connection
+limit): `internal` (no budget either: one record step after the route, one settled `charge` row)
+and `bulk`, a test plan with a budget too large to reach (an admit before the route, a settle
+after it: a `charge` row, then a `settle` or `credit` row).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.metering.config import load_config
+from api.metering.config import DEFAULT_CONFIG_PATH, MeteringConfig, load_config
 from api.metering.model import LedgerEntry
 from api.metering.store import open_store
 
@@ -51,6 +54,27 @@ NET = {(PATHS[0], 200): 1, (PATHS[1], 400): 8, (PATHS[2], 400): 16, (PATHS[3], 5
 UP_FRONT = {PATHS[0]: 1, PATHS[1]: 8, PATHS[2]: 16, PATHS[3]: 8}
 MAX_COST = max(UP_FRONT.values())
 UNAVAILABLE = {"error": "token accounting is temporarily unavailable; retry later"}
+BULK_PLAN = """
+[plans.bulk]
+limited = false
+monthly_budget = 1_000_000_000
+daily_cap = 1_000_000_000
+"""
+PLANS = ["internal", "bulk"]
+"""One step after the route (no limits at all); admit before and settle after (a budget)."""
+
+
+def with_bulk_plan(tmp_path: Path, env: dict[str, str]) -> MeteringConfig:
+    """The default configuration plus the `bulk` plan, for this test's servers (env) and store."""
+    path = tmp_path / "metering.toml"
+    path.write_text(DEFAULT_CONFIG_PATH.read_text() + BULK_PLAN)
+    env["MI_METERING_CONFIG"] = str(path)
+    return load_config(path)
+
+
+def is_settlement(entry: LedgerEntry) -> bool:
+    """A settle or credit row, or a charge recorded with its settlement (it has a status)."""
+    return entry.kind in ("credit", "settle") or (entry.kind == "charge" and entry.status != 0)
 
 
 @dataclass
@@ -145,7 +169,7 @@ def assert_ledger_matches(
     received = [outcome for outcome in outcomes if outcome.metered]
     charges = sum(entry.kind == "charge" for entry in entries)
     if settle_ok:
-        settles = Counter((e.route, e.status) for e in entries if e.kind in ("credit", "settle"))
+        settles = Counter((e.route, e.status) for e in entries if is_settlement(e))
         answered = Counter((OPERATION[o.path], o.status) for o in received)
         for pair, count in answered.items():
             assert settles[pair] >= count, (pair, settles[pair], count)
@@ -165,7 +189,10 @@ def assert_ledger_matches(
     assert -overstated <= difference <= MAX_COST * extra, (difference, overstated, extra)
 
 
-async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("plan", PLANS)
+async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(
+    tmp_path: Path, plan: str
+) -> None:
     """SQLite; 16 clients load two workers; after 300 responses one worker gets SIGKILL.
 
     `mi serve` has granian respawn a dead worker; requests in flight on the killed one get no answer.
@@ -177,9 +204,9 @@ async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(tmp_path:
     env["MI_DATA_DIR"] = str(tmp_path / "data")
     publish_prices(tmp_path / "data" / "warehouse")
     url = f"sqlite://{tmp_path / 'data' / 'metering.sqlite3'}"
-    store = open_store(url, load_config())
+    store = open_store(url, with_bulk_plan(tmp_path, env))
     try:
-        key = await store.create_key("internal", "faults")
+        key = await store.create_key(plan, "faults")
         account = await store.authenticate(key)
         assert account is not None
         with mi_serve(env, tmp_path / "serve.log") as server:
@@ -203,30 +230,36 @@ async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(tmp_path:
         assert response.status_code == 200
         assert response.headers["x-tokens-cost"] == "1"
         after = await store.ledger(account.key_id)
-        assert [(e.kind, e.tokens) for e in after[len(entries) :]] == [("charge", 1), ("settle", 0)]
+        one_step, two_steps = [("charge", 200, 1)], [("charge", 0, 1), ("settle", 200, 0)]
+        assert [(e.kind, e.status, e.tokens) for e in after[len(entries) :]] == (
+            one_step if plan == "internal" else two_steps
+        )
     finally:
         await store.close()
 
 
+@pytest.mark.parametrize("plan", PLANS)
 async def test_redis_stopped_and_restarted_under_load_fails_closed_and_resumes(
-    tmp_path: Path,
+    tmp_path: Path, plan: str
 ) -> None:
     """A private redis-server (append-only file, fsync always: a restart keeps keys and ledger).
 
     16 clients load two workers; after 200 responses Redis gets SHUTDOWN NOSAVE. While it is down,
     metered requests answer the store's 503 with Retry-After 5 and no balance headers (nothing is
     served free: no 2xx/4xx without x-tokens-cost). Requests admitted before the stop whose settle
-    failed go out charged in full, with that full cost in x-tokens-cost. Redis restarts on the same
-    port and directory; service resumes on the same key, and the ledger matches the invariant.
+    failed go out charged in full, with that full cost in x-tokens-cost (two-step path only: a
+    record that fails sends the 503 instead). Redis restarts on the same port and directory;
+    service resumes on the same key, and the ledger matches the invariant.
     """
     with private_redis(tmp_path / "redis") as redis_server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MI_METERING_")}
         env["MI_DATA_DIR"] = str(tmp_path / "data")
         env["MI_METERING_URL"] = redis_server.url
         publish_prices(tmp_path / "data" / "warehouse")
-        store = open_store(redis_server.url, load_config())
+        config = with_bulk_plan(tmp_path, env)
+        store = open_store(redis_server.url, config)
         try:
-            key = await store.create_key("internal", "faults")
+            key = await store.create_key(plan, "faults")
             account = await store.authenticate(key)
             assert account is not None
             with mi_serve(env, tmp_path / "serve.log") as server:
@@ -255,7 +288,7 @@ async def test_redis_stopped_and_restarted_under_load_fails_closed_and_resumes(
                     assert not any(name in outcome.response.headers for name in BALANCE_HEADERS)
                     continue
                 expected = {NET[outcome.path, outcome.response.status_code]}
-                if outcome.answered != "before":
+                if outcome.answered != "before" and plan == "bulk":
                     # Answered once the stop had begun: admitted, then the settle may have failed.
                     expected.add(UP_FRONT[outcome.path])
                 assert outcome.cost in expected, (outcome.phase, outcome.path, outcome.cost)
@@ -266,9 +299,7 @@ async def test_redis_stopped_and_restarted_under_load_fails_closed_and_resumes(
             tail = outcomes[-50:]
             assert all(o.metered and o.cost == NET[o.path, o.status] for o in tail)
             await store.close()
-            store = open_store(
-                redis_server.url, load_config()
-            )  # its idle connection died with Redis
+            store = open_store(redis_server.url, config)  # its idle connection died with Redis
             entries = await store.ledger(account.key_id)
             assert_ledger_matches(outcomes, entries, unanswered=unavailable, settle_ok=False)
         finally:

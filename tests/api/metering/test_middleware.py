@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import httpx
@@ -17,6 +18,7 @@ from litestar.response import Stream
 
 from api.metering import MeteringMiddleware, report_points
 from api.metering.config import MeteringConfig
+from api.metering.model import key_id_of
 from api.metering.plugin import MeteringPlugin
 from api.metering.store import MeteringStore, open_store
 
@@ -492,3 +494,160 @@ async def test_a_route_that_raises_after_starting_its_answer_sends_nothing_and_b
     entries = await store.ledger(account.key_id)
     assert [(e.kind, e.status) for e in entries] == [("charge", 0), ("credit", 500)]
     assert sum(e.tokens for e in entries) == 1
+
+
+# -- plans without limits: the route first, then one record step --------------------------------
+
+
+async def ledger_rows(store: MeteringStore, key: str) -> list[tuple[str, str, int, int]]:
+    key_id = key_id_of(key)
+    assert key_id is not None
+    return [(e.kind, e.route, e.status, e.tokens) for e in await store.ledger(key_id)]
+
+
+async def test_a_plan_without_limits_is_charged_by_status_in_one_settled_row(
+    client: httpx.AsyncClient, store: MeteringStore
+) -> None:
+    """Nothing to check before the work: each request is one ledger row, recorded before its
+    response goes out, at the same net cost by status as the two-step path charges."""
+    key = await store.create_key("internal")
+    expected = {
+        BRIEFS: (200, 3),
+        "/api/v2/crypto/newsroom/get-recent-briefs/NOPE": (404, 1),
+        "/api/v2/crypto/newsroom/get-recent-briefs/BAD": (400, 3),
+        "/api/v2/crypto/newsroom/get-recent-briefs/INVALID": (422, 1),
+        "/api/v2/crypto/newsroom/get-recent-briefs/DOWN": (503, 1),
+        "/api/v2/crypto/technical-analysis/get-price-history/BTC?points=30": (200, 2),
+    }
+    for path, (status, cost) in expected.items():
+        response = await client.get(path, headers=bearer(key))
+        assert response.status_code == status
+        assert tokens(response) == dict(zip(HEADERS, (cost, -1, -1, -1, -1), strict=True))
+    routes = ["get-recent-briefs"] * 5 + ["get-price-history"]
+    assert await ledger_rows(store, key) == [
+        ("charge", route, status, cost)
+        for route, (status, cost) in zip(routes, expected.values(), strict=True)
+    ]
+
+
+async def test_a_plan_without_limits_records_nothing_before_its_route_and_has_no_slot_limit(
+    client: httpx.AsyncClient, store: MeteringStore
+) -> None:
+    GATE["open"] = asyncio.Event()
+    key = await store.create_key("internal")
+    path = "/api/v2/crypto/trades/get-recent-buys"
+    waiting = [asyncio.create_task(client.get(path, headers=bearer(key))) for _ in range(15)]
+    await asyncio.sleep(0.1)  # all fifteen are inside the route, none recorded yet
+    assert await ledger_rows(store, key) == []
+    GATE["open"].set()
+    assert [done.status_code for done in await asyncio.gather(*waiting)] == [200] * 15
+    assert len(await ledger_rows(store, key)) == 15
+
+
+async def test_a_key_revoked_while_its_route_runs_gets_401_and_the_answer_is_dropped(
+    client: httpx.AsyncClient, store: MeteringStore
+) -> None:
+    """The record step checks revocation with the charge: the finished response is not sent."""
+    GATE["open"] = asyncio.Event()
+    key = await store.create_key("internal")
+    assert (await client.get(BRIEFS, headers=bearer(key))).status_code == 200  # key now cached
+    path = "/api/v2/crypto/trades/get-recent-buys"
+    running = asyncio.create_task(client.get(path, headers=bearer(key)))
+    await asyncio.sleep(0.05)
+    account = await store.authenticate(key)
+    assert account is not None
+    await store.revoke(account.key_id)
+    GATE["open"].set()
+    response = await running
+    assert response.status_code == 401
+    assert response.json() == {"success": False, "message": "unauthorized"}
+    assert not any(name in response.headers for name in HEADERS)
+    assert await ledger_rows(store, key) == [("charge", "get-recent-briefs", 200, 3)]
+
+
+async def test_a_plan_without_limits_gets_503_and_nothing_when_the_record_cannot_commit(
+    tmp_path: Path, config: MeteringConfig
+) -> None:
+    """Fail closed after the work too: the held response is dropped for the store's 503."""
+    store = open_store(f"sqlite://{tmp_path / 'metering.sqlite3'}", config)
+    key = await store.create_key("internal")
+    async with serving(store, config) as client:
+        assert (await client.get(BRIEFS, headers=bearer(key))).status_code == 200
+        await store.close()  # the key stays cached; every store step now fails
+        response = await client.get(BRIEFS, headers=bearer(key))
+    assert response.status_code == 503
+    assert response.json() == {"error": "token accounting is temporarily unavailable; retry later"}
+    assert response.headers["retry-after"] == "5"
+    assert not any(name in response.headers for name in HEADERS)
+
+
+async def test_a_streamed_answer_of_a_plan_without_limits_is_recorded_on_its_first_chunk(
+    client: httpx.AsyncClient, store: MeteringStore
+) -> None:
+    key = await store.create_key("internal")
+    response = await client.get("/api/v2/crypto/newsroom/stream-briefs/BTC", headers=bearer(key))
+    assert response.status_code == 200
+    assert response.content == b"".join(STREAMED)
+    assert tokens(response)["x-tokens-cost"] == 3
+    assert await ledger_rows(store, key) == [("charge", "get-recent-briefs", 200, 3)]
+
+
+async def test_a_route_of_a_plan_without_limits_that_raises_sends_nothing_and_bills_a_failure(
+    store: MeteringStore, config: MeteringConfig
+) -> None:
+    key = await store.create_key("internal")
+
+    async def breaks_midway(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise RuntimeError("after the start, before the body")
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {
+        "type": "http",
+        "route_handler": _Handler(),
+        "headers": [(b"authorization", f"Bearer {key}".encode())],
+        "path_params": {"market": "crypto", "symbol": "BTC"},
+        "query_string": b"",
+    }
+    middleware = MeteringMiddleware(breaks_midway, store=store, config=config)
+    with pytest.raises(RuntimeError, match="after the start"):
+        await middleware(cast("Any", scope), receive, send)
+    assert sent == []
+    assert await ledger_rows(store, key) == [("charge", "get-recent-briefs", 500, 1)]
+
+
+async def test_a_plan_without_limits_but_without_the_market_is_402_at_no_cost(
+    store: MeteringStore, config: MeteringConfig
+) -> None:
+    crypto_only = msgspec.structs.replace(config.plans["internal"], markets=("crypto",))
+    narrowed = msgspec.structs.replace(config, plans={**config.plans, "internal": crypto_only})
+    key = await store.create_key("internal")
+    async with serving(store, narrowed) as client:
+        response = await client.get("/api/v2/forex/newsroom/get-recent-briefs/EURUSD", headers=bearer(key))  # fmt: skip
+    assert response.status_code == 402
+    assert tokens(response) == dict(zip(HEADERS, (0, -1, -1, -1, -1), strict=True))
+    assert await ledger_rows(store, key) == [("charge", "get-recent-briefs", 402, 0)]
+
+
+async def test_a_plan_with_a_budget_but_no_rate_limits_still_takes_the_two_step_path(
+    store_url: str, config: MeteringConfig
+) -> None:
+    """`limited = false` lifts rate and connection limits only: a budget is checked before the work."""
+    budgeted = msgspec.structs.replace(config.plans["internal"], monthly_budget=100, daily_cap=50)
+    with_budget = msgspec.structs.replace(config, plans={**config.plans, "internal": budgeted})
+    store = open_store(store_url, with_budget)
+    try:
+        key = await store.create_key("internal")
+        async with serving(store, with_budget) as client:
+            response = await client.get(BRIEFS, headers=bearer(key))
+        assert tokens(response) == dict(zip(HEADERS, (3, 100, 50, 97, 47), strict=True))
+        assert [row[0] for row in await ledger_rows(store, key)] == ["charge", "settle"]
+    finally:
+        await store.close()

@@ -17,6 +17,7 @@ from api.metering.config import Limits, MeteringConfig
 from api.metering.model import (
     KEY_PATTERN,
     UNLIMITED,
+    UNLIMITED_BALANCE,
     Account,
     Admission,
     Balance,
@@ -363,6 +364,30 @@ async def test_internal_plan_has_no_limits_but_is_metered(store: MeteringStore) 
     assert admissions[-1].balance == Balance(UNLIMITED, UNLIMITED, UNLIMITED, UNLIMITED)
     entries = await store.ledger(account.key_id)
     assert sum(entry.tokens for entry in entries) == 400 * 5000
+
+
+async def test_record_of_a_plan_without_limits_is_one_settled_charge(store: MeteringStore) -> None:
+    """`record` (plans with nothing to check before the work): one ledger row per request, the
+    charge and its settlement together (kind charge, the response's status, the net cost)."""
+    account = await new_account(store, "internal")
+    assert await store.record(account, "get-recent-briefs", 200, 3) == UNLIMITED_BALANCE
+    assert await store.record(account, "get-indicators", 404, 1) == UNLIMITED_BALANCE
+    entries = await store.ledger(account.key_id)
+    assert [
+        (e.kind, e.route, e.status, e.tokens, e.base_tokens, e.pack_tokens) for e in entries
+    ] == [
+        ("charge", "get-recent-briefs", 200, 3, 3, 0),
+        ("charge", "get-indicators", 404, 1, 1, 0),
+    ]
+    usage = await store.usage(account.key_id)
+    assert usage.month == usage.today == {"get-recent-briefs": 3, "get-indicators": 1}
+
+
+async def test_record_refuses_a_revoked_key_and_records_nothing(store: MeteringStore) -> None:
+    account = await new_account(store, "internal")
+    await store.revoke(account.key_id)
+    assert await store.record(account, "ping", 200, 1) is None
+    assert await store.ledger(account.key_id) == []
 
 
 async def test_clock_never_goes_backwards(store: MeteringStore, clock: FakeClock) -> None:
