@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from api.metering.config import DEFAULT_CONFIG_PATH
 from benchmarks.bare_app import PRICE_BODY_ENV
 from benchmarks.figures import Figure, Goal
 from benchmarks.load import LoadResult, run_load
@@ -247,8 +248,29 @@ def _redis_up() -> bool:
         return False
 
 
+BUDGETED_PLAN = """
+[plans.budgeted]
+limited = false
+monthly_budget = 1_000_000_000_000
+daily_cap = 1_000_000_000_000
+"""
+"""A plan with a budget (never reached) and no rate or connection limit: its requests take the
+two-step path (admit before the route, settle after it) without being throttled at 300 a minute."""
+TWO_STEPS = "admit + settle"
+
+
+def with_budgeted_plan(workspace: Workspace, env: dict[str, str]) -> dict[str, str]:
+    path = workspace.root / "metering-budgeted.toml"
+    path.write_text(DEFAULT_CONFIG_PATH.read_text() + BUDGETED_PLAN)
+    return {**env, "MI_METERING_CONFIG": str(path)}
+
+
 def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Figure]:
-    """list-symbols metered on SQLite and on Redis vs the same app with metering off."""
+    """list-symbols metered on SQLite and on Redis vs the same app with metering off.
+
+    Each store is loaded with an `internal` key (no limits: one record step after the route) and
+    with a `budgeted` one (the admit + settle path every plan with a limit takes).
+    """
     route = "list-symbols"
     prefix = f"mi:bench:{uuid.uuid4().hex[:8]}:"
     urls = {"off": "off", "sqlite": workspace.sqlite_url}
@@ -258,10 +280,14 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
         with ExitStack() as stack:
             targets = []
             for name, url in urls.items():
-                env = workspace.env(url)
+                env = with_budgeted_plan(workspace, workspace.env(url))
                 headers = {} if url == "off" else {"Authorization": f"Bearer {create_key(env)}"}
                 server = stack.enter_context(_api_server(env, plan, log))
                 targets.append(Target(f"{route} metering {name}", server, ROUTES[route], headers))
+                if url != "off":
+                    budgeted = {"Authorization": f"Bearer {create_key(env, 'budgeted')}"}
+                    name = f"{route} metering {name}, {TWO_STEPS}"
+                    targets.append(Target(name, server, ROUTES[route], budgeted))
             env = workspace.env(workspace.sqlite_url)
             headers = {"Authorization": f"Bearer {create_key(env)}"}
             port = free_port()
@@ -274,7 +300,7 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
             redis_cleanup(prefix)
     off = results[f"{route} metering off"]
     figures = []
-    for name in ("sqlite", "redis", CEILING):
+    for name in ("sqlite", f"sqlite, {TWO_STEPS}", "redis", f"redis, {TWO_STEPS}", CEILING):
         ours = results.get(f"{route} metering {name}")
         details: dict[str, Any] = {
             "project_rounds": _details(ours) if ours else "redis unreachable"

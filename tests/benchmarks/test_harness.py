@@ -12,6 +12,7 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import asgi_app
+from api.metering.config import load_config
 from benchmarks import store_steps
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
@@ -19,7 +20,15 @@ from benchmarks.bare_app import PRICE_BODY_ENV, create_app
 from benchmarks.figures import Figure, Goal, read_json, table, write_json
 from benchmarks.load import LoadResult, parse_wrk
 from benchmarks.servers import bare_command, create_key, free_port, serving, waiting_store_command
-from benchmarks.serving import LoadPlan, Target, best, best_p99, measure
+from benchmarks.serving import (
+    LoadPlan,
+    Target,
+    Workspace,
+    best,
+    best_p99,
+    measure,
+    with_budgeted_plan,
+)
 
 LIST_SYMBOLS = "/api/v2/crypto/instruments/list-symbols"
 
@@ -124,8 +133,9 @@ def test_the_ceiling_app_meters_real_keys_and_only_waits(tmp_path: Path) -> None
     assert wrong.status_code == 401
 
 
-def test_the_store_steps_bench_reports_time_per_admit_and_settle() -> None:
-    wall, cpu = asyncio.run(store_steps.run("sqlite", "internal", pairs=200, concurrent=4))
+@pytest.mark.parametrize("path", store_steps.PATHS)
+def test_the_store_steps_bench_reports_time_per_metered_request(path: str) -> None:
+    wall, cpu = asyncio.run(store_steps.run("sqlite", "internal", 200, concurrent=4, path=path))
     assert wall > 0
     assert cpu > 0
 
@@ -141,3 +151,16 @@ def test_the_best_round_is_the_fastest_clean_one() -> None:
 
 def _result(requests: int, non2xx: int, p99: float = 2.0) -> LoadResult:
     return LoadResult("wrk", requests, 1.0, non2xx, 0, 1.0, p99, 3.0, 0)
+
+
+def test_the_metering_bench_budgeted_plan_takes_the_two_step_path_unthrottled(
+    tmp_path: Path,
+) -> None:
+    """The `budgeted` key measures admit + settle: a budget to check, no rate or slot limit."""
+    env = with_budgeted_plan(Workspace(tmp_path, tmp_path / "data"), {})
+    config = load_config(Path(env["MI_METERING_CONFIG"]))
+    budgeted = config.plan("budgeted")
+    assert budgeted.has_limits
+    assert not budgeted.limited
+    assert not config.plan("internal").has_limits
+    assert config.plans.keys() >= {"sandbox", "quant", "pro", "internal"}
