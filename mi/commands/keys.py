@@ -11,17 +11,22 @@ from typing import TypeVar
 
 import click
 
-from api.metering.config import load_config
+from api.metering.config import MeteringConfig, load_config
 from api.metering.model import key_id_from_reference
 from api.metering.store import MeteringStore, open_store, store_url_from_env
 
 T = TypeVar("T")
 
 
+def _config() -> MeteringConfig:
+    """The metering configuration the API runs with: MI_METERING_CONFIG, else the default file."""
+    config_path = os.environ.get("MI_METERING_CONFIG")
+    return load_config(Path(config_path) if config_path else None)
+
+
 def _with_store(action: Callable[[MeteringStore], Awaitable[T]]) -> T:
     """Run one action against the store named by MI_METERING_URL (default: the data dir's SQLite)."""
-    config_path = os.environ.get("MI_METERING_CONFIG")
-    config = load_config(Path(config_path) if config_path else None)
+    config = _config()
     url = store_url_from_env(os.environ, Path(os.environ.get("MI_DATA_DIR", "data")))
 
     async def run() -> T:
@@ -44,10 +49,18 @@ def keys() -> None:
 
 
 @keys.command("create")
-@click.option("--plan", required=True, type=click.Choice(["sandbox", "quant", "pro", "internal"]))
+@click.option(
+    "--plan",
+    required=True,
+    help="A plan of the metering configuration (by default sandbox, quant, pro or internal).",
+)
 @click.option("--name", default="", help="A label for the key's owner.")
 def create(plan: str, name: str) -> None:
     """Create a key; the key is printed once, as the last line."""
+    plans = sorted(_config().plans)
+    if plan not in plans:
+        choices = ", ".join(repr(known) for known in plans)
+        raise click.BadParameter(f"{plan!r} is not one of {choices}.", param_hint="'--plan'")
     key = _with_store(lambda store: store.create_key(plan, name))
     click.echo(
         f"Created a {plan} key{f' for {name}' if name else ''}. Store it now: it is not kept."

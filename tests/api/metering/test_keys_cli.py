@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from api.metering.config import MeteringConfig
+from api.metering.config import DEFAULT_CONFIG_PATH, MeteringConfig
 from api.metering.model import KEY_PATTERN, Outcome
 from api.metering.store import open_store
 from mi.cli import main
@@ -37,7 +38,17 @@ def test_create_prints_the_new_key_as_the_last_line(mi: CliRunner) -> None:
 
 def test_create_refuses_an_unknown_plan(mi: CliRunner) -> None:
     result = mi.invoke(main, ["keys", "create", "--plan", "gold"])
-    assert result.exit_code != 0
+    assert result.exit_code == 2
+    assert "'gold' is not one of 'internal', 'pro', 'quant', 'sandbox'" in result.output
+
+
+def test_create_takes_the_plans_of_the_configured_file(store_url: str, tmp_path: Path) -> None:
+    """An operator's MI_METERING_CONFIG may add plans: keys can be created on them."""
+    edited = tmp_path / "metering.toml"
+    edited.write_text(DEFAULT_CONFIG_PATH.read_text() + "\n[plans.gold]\nmonthly_budget = 5\n")
+    runner = CliRunner(env={"MI_METERING_URL": store_url, "MI_METERING_CONFIG": str(edited)})
+    invoke(runner, "create", "--plan", "gold")
+    assert "gold" in invoke(runner, "list")
 
 
 def test_topup_and_usage_report_packs_and_spending(
