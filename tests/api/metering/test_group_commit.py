@@ -602,3 +602,32 @@ async def test_sqlite_one_group_over_several_keys_writes_each_account_back_exact
             assert [e.kind for e in entries if e.kind != "topup"] == ["charge", "charge", *order]
     finally:
         await store.close()
+
+
+async def test_sqlite_the_wal_restarts_under_steady_load_instead_of_growing(
+    tmp_path: Path, config: MeteringConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten tasks record without pause, so a commit lands every loop iteration: the thread's
+    checkpoints must still bring the WAL back to its start (a passive one never completes under
+    such load and the file grew by the size of every commit)."""
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 16)
+    path = tmp_path / "metering.sqlite3"
+    store = SqliteMeteringStore(path, config)
+    try:
+        account = await new_account(store, "internal")
+        wal = path.with_name(path.name + "-wal")
+        sizes: list[int] = []
+
+        async def record(count: int) -> None:
+            for _ in range(count):
+                assert await store.record(account, "ping", 200, 1) is not None
+                sizes.append(wal.stat().st_size)
+
+        await asyncio.gather(*(record(10) for _ in range(10)))  # about 10 groups, no checkpoint yet
+        per_group = max(sizes) / 10
+        sizes.clear()
+        await asyncio.gather(*(record(300) for _ in range(10)))  # about 300 groups
+        assert max(sizes) < per_group * 16 * 4, (max(sizes), per_group)
+        assert len(await store.ledger(account.key_id)) == 3100
+    finally:
+        await store.close()
