@@ -25,6 +25,7 @@ from api.metering.model import (
 from api.metering.store import MeteringStore
 
 MAX_AUTHORIZATION_LENGTH = 256
+ENTITLEMENT_CACHE_SIZE = 1024
 UNAVAILABLE_RETRY_AFTER = 5
 POINTS_SCOPE_KEY = "mi.metering.points"
 """Where a by-points handler leaves the number of points it returned (see `report_points`)."""
@@ -138,6 +139,9 @@ class MeteringMiddleware:
         self.app = app
         self.store = store
         self.config = config
+        # Plans with nothing to check before the work: their requests take the one-step path.
+        self._one_step_plans = {name for name, plan in config.plans.items() if not plan.has_limits}
+        self._entitlements: dict[tuple[str, str], bool] = {}  # (plan, market as sent) -> entitled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         handler = scope.get("route_handler") if scope["type"] == "http" else None
@@ -159,7 +163,7 @@ class MeteringMiddleware:
                 await _respond(send, 401, _UNAUTHORIZED)
                 return
             cost = self._cost(operation, scope)
-            if not self.config.plan(account.plan).has_limits:
+            if account.plan in self._one_step_plans:
                 admission = None
             else:
                 admission = await self.store.admit(account, operation, cost)
@@ -187,9 +191,16 @@ class MeteringMiddleware:
 
     def _entitled(self, plan: str, scope: Scope) -> bool:
         market = scope.get("path_params", {}).get("market")
-        if not isinstance(market, str) or market.lower() not in MARKETS:
-            return True  # unknown markets are the route's 404
-        return market.lower() in self.config.plan(plan).markets
+        if not isinstance(market, str):
+            return True
+        entitled = self._entitlements.get((plan, market))
+        if entitled is None:
+            # Unknown markets are the route's 404. The cache is bounded by plans x spellings.
+            known = market.lower() in MARKETS
+            entitled = not known or market.lower() in self.config.plan(plan).markets
+            if len(self._entitlements) < ENTITLEMENT_CACHE_SIZE:
+                self._entitlements[plan, market] = entitled
+        return entitled
 
     async def _refuse(self, send: Send, admission: Admission) -> None:
         if admission.balance is None:  # revoked between lookup and admit
@@ -274,56 +285,50 @@ class MeteringMiddleware:
         A revoked key still gets its 401 and the store being down its 503 (the held response is
         dropped: nothing is served unrecorded); a killed worker has sent nothing it did not record.
         """
+        store = self.store
+
+        async def record(status: int) -> list[tuple[bytes, bytes]]:
+            """The balance headers of the recorded request; `_Replacement` when it must not go out."""
+            net = net_cost(status, cost, self._final_cost(scope, operation))
+            try:
+                balance = await store.record(account, operation, status, net)
+            except MeteringUnavailableError:
+                raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
+            if balance is None:  # revoked since the key was cached
+                raise _Replacement(401, _UNAUTHORIZED)
+            return balance_headers(net, balance)
+
         if not self._entitled(account.plan, scope):
             try:
-                headers = await self._record(account, operation, 402, 0)
+                headers = await record(402)
             except _Replacement as replaced:
                 await replaced.respond(send)
                 return
             await _respond(send, 402, self._payment_required_body(scope), headers)
             return
-
-        async def record(status: int) -> list[tuple[bytes, bytes]]:
-            return await self._record(
-                account, operation, status, self._net(scope, operation, status, cost)
-            )
-
         response = _HeldResponse(send, record)
         try:
             await self.app(scope, receive, response)
         except BaseException:
             if not response.streaming:  # nothing was sent: the server answers 500, billed so
                 with contextlib.suppress(_Replacement):
-                    await self._record(account, operation, 500, net_cost(500, cost))
+                    await record(500)
             raise
         if response.start is None:  # the route returned without answering: a server failure
             with contextlib.suppress(_Replacement):
-                await self._record(account, operation, 500, net_cost(500, cost))
+                await record(500)
             return
         await response.release()
 
-    async def _record(
-        self, account: Account, operation: str, status: int, net: int
-    ) -> list[tuple[bytes, bytes]]:
-        """The balance headers of a recorded request; `_Replacement` when it must not be served."""
-        try:
-            balance = await self.store.record(account, operation, status, net)
-        except MeteringUnavailableError:
-            raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
-        if balance is None:  # revoked since the key was cached
-            raise _Replacement(401, _UNAUTHORIZED)
-        return balance_headers(net, balance)
-
-    def _net(self, scope: Scope, operation: str, status: int, cost: int) -> int:
+    def _final_cost(self, scope: Scope, operation: str) -> int | None:
+        """A by-points route's cost for the points it reported returning (None: not by points)."""
         points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
-        final = None if points is None else points_cost(self.config, operation, points)
-        return net_cost(status, cost, final)
+        return None if points is None else points_cost(self.config, operation, points)
 
     async def _settle_for(
         self, scope: Scope, operation: str, charge: Charge, status: int, admitted: Balance | None
     ) -> list[tuple[bytes, bytes]]:
-        points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
-        final = None if points is None else points_cost(self.config, operation, points)
+        final = self._final_cost(scope, operation)
         net, balance = await self._settle(charge, status, final, admitted)
         return balance_headers(net, balance)
 
