@@ -131,6 +131,8 @@ class MeteringMiddleware:
 
     Order (decisions.md): authentication, then limits (rate, concurrency, budget, in one atomic
     admit that charges the up-front cost), then the market entitlement (402), then the route.
+    A plan without limits has nothing to check before the route: it is charged in one `record`
+    step after it (`_serve_then_record`).
     `opt["key"] == "optional"` (ping): without an Authorization header the route is free.
     Routes without an operation (status, docs) pass through untouched.
     """
