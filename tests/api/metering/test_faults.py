@@ -11,7 +11,7 @@ response carries the x-tokens-cost the ledger keeps, or its request was not serv
   the largest up-front cost, 16 here).
 Each test runs both metering paths, on keys whose load is not throttled (no rate or connection
 limit): `internal` (no budget either: one record step after the route, one settled `charge` row)
-and `bulk`, a test plan with a budget too large to reach (an admit before the route, a settle
+and `budgeted`, a test plan with a budget too large to reach (an admit before the route, a settle
 after it: a `charge` row, then a `settle` or `credit` row).
 """
 
@@ -54,20 +54,20 @@ NET = {(PATHS[0], 200): 1, (PATHS[1], 400): 8, (PATHS[2], 400): 16, (PATHS[3], 5
 UP_FRONT = {PATHS[0]: 1, PATHS[1]: 8, PATHS[2]: 16, PATHS[3]: 8}
 MAX_COST = max(UP_FRONT.values())
 UNAVAILABLE = {"error": "token accounting is temporarily unavailable; retry later"}
-BULK_PLAN = """
-[plans.bulk]
+BUDGETED_PLAN = """
+[plans.budgeted]
 limited = false
 monthly_budget = 1_000_000_000
 daily_cap = 1_000_000_000
 """
-PLANS = ["internal", "bulk"]
+PLANS = ["internal", "budgeted"]
 """One step after the route (no limits at all); admit before and settle after (a budget)."""
 
 
-def with_bulk_plan(tmp_path: Path, env: dict[str, str]) -> MeteringConfig:
-    """The default configuration plus the `bulk` plan, for this test's servers (env) and store."""
+def with_budgeted_plan(tmp_path: Path, env: dict[str, str]) -> MeteringConfig:
+    """The default configuration plus the `budgeted` plan, for this test's servers (env) and store."""
     path = tmp_path / "metering.toml"
-    path.write_text(DEFAULT_CONFIG_PATH.read_text() + BULK_PLAN)
+    path.write_text(DEFAULT_CONFIG_PATH.read_text() + BUDGETED_PLAN)
     env["MI_METERING_CONFIG"] = str(path)
     return load_config(path)
 
@@ -204,7 +204,7 @@ async def test_a_worker_killed_under_load_leaves_the_ledger_consistent(
     env["MI_DATA_DIR"] = str(tmp_path / "data")
     publish_prices(tmp_path / "data" / "warehouse")
     url = f"sqlite://{tmp_path / 'data' / 'metering.sqlite3'}"
-    store = open_store(url, with_bulk_plan(tmp_path, env))
+    store = open_store(url, with_budgeted_plan(tmp_path, env))
     try:
         key = await store.create_key(plan, "faults")
         account = await store.authenticate(key)
@@ -256,7 +256,7 @@ async def test_redis_stopped_and_restarted_under_load_fails_closed_and_resumes(
         env["MI_DATA_DIR"] = str(tmp_path / "data")
         env["MI_METERING_URL"] = redis_server.url
         publish_prices(tmp_path / "data" / "warehouse")
-        config = with_bulk_plan(tmp_path, env)
+        config = with_budgeted_plan(tmp_path, env)
         store = open_store(redis_server.url, config)
         try:
             key = await store.create_key(plan, "faults")
@@ -288,7 +288,7 @@ async def test_redis_stopped_and_restarted_under_load_fails_closed_and_resumes(
                     assert not any(name in outcome.response.headers for name in BALANCE_HEADERS)
                     continue
                 expected = {NET[outcome.path, outcome.response.status_code]}
-                if outcome.answered != "before" and plan == "bulk":
+                if outcome.answered != "before" and plan == "budgeted":
                     # Answered once the stop had begun: admitted, then the settle may have failed.
                     expected.add(UP_FRONT[outcome.path])
                 assert outcome.cost in expected, (outcome.phase, outcome.path, outcome.cost)
