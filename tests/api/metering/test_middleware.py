@@ -460,11 +460,10 @@ class _Handler:
         self.opt = {"operation": "get-recent-briefs"}
 
 
-async def test_a_route_that_raises_after_starting_its_answer_sends_nothing_and_bills_a_failure(
+async def sent_by_a_route_that_raises_after_starting(
     store: MeteringStore, config: MeteringConfig, key: str
-) -> None:
-    """The held start never goes out when the route then raises: the server answers its own 500,
-    and the ledger has the charge credited down to the failure floor (1 token, status 500)."""
+) -> list[Any]:
+    """What the middleware sent for a route that starts its answer, then raises (re-raised)."""
 
     async def breaks_midway(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -488,7 +487,15 @@ async def test_a_route_that_raises_after_starting_its_answer_sends_nothing_and_b
     middleware = MeteringMiddleware(breaks_midway, store=store, config=config)
     with pytest.raises(RuntimeError, match="after the start"):
         await middleware(cast("Any", scope), receive, send)
-    assert sent == []
+    return sent
+
+
+async def test_a_route_that_raises_after_starting_its_answer_sends_nothing_and_bills_a_failure(
+    store: MeteringStore, config: MeteringConfig, key: str
+) -> None:
+    """The held start never goes out when the route then raises: the server answers its own 500,
+    and the ledger has the charge credited down to the failure floor (1 token, status 500)."""
+    assert await sent_by_a_route_that_raises_after_starting(store, config, key) == []
     account = await store.authenticate(key)
     assert account is not None
     entries = await store.ledger(account.key_id)
@@ -596,30 +603,7 @@ async def test_a_route_of_a_plan_without_limits_that_raises_sends_nothing_and_bi
     store: MeteringStore, config: MeteringConfig
 ) -> None:
     key = await store.create_key("internal")
-
-    async def breaks_midway(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        raise RuntimeError("after the start, before the body")
-
-    sent: list[Any] = []
-
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    async def receive() -> Any:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    scope = {
-        "type": "http",
-        "route_handler": _Handler(),
-        "headers": [(b"authorization", f"Bearer {key}".encode())],
-        "path_params": {"market": "crypto", "symbol": "BTC"},
-        "query_string": b"",
-    }
-    middleware = MeteringMiddleware(breaks_midway, store=store, config=config)
-    with pytest.raises(RuntimeError, match="after the start"):
-        await middleware(cast("Any", scope), receive, send)
-    assert sent == []
+    assert await sent_by_a_route_that_raises_after_starting(store, config, key) == []
     assert await ledger_rows(store, key) == [("charge", "get-recent-briefs", 500, 1)]
 
 
