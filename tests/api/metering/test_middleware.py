@@ -367,13 +367,17 @@ async def test_11th_simultaneous_request_is_429(
     assert (await client.get(path, headers=bearer(key))).status_code == 200
 
 
+def crypto_only(config: MeteringConfig, plan: str) -> MeteringConfig:
+    """`config` with `plan` entitled to the crypto market only."""
+    narrowed = msgspec.structs.replace(config.plans[plan], markets=("crypto",))
+    return msgspec.structs.replace(config, plans={**config.plans, plan: narrowed})
+
+
 async def test_plan_without_the_market_is_402_after_authentication_and_limits(
     store: MeteringStore, config: MeteringConfig
 ) -> None:
-    crypto_only = msgspec.structs.replace(config.plans["sandbox"], markets=("crypto",))
-    narrowed = msgspec.structs.replace(config, plans={**config.plans, "sandbox": crypto_only})
     key = await store.create_key("sandbox")
-    async with serving(store, narrowed) as client:
+    async with serving(store, crypto_only(config, "sandbox")) as client:
         forex = "/api/v2/forex/newsroom/get-recent-briefs/EURUSD"
         assert (await client.get(forex)).status_code == 401  # authentication first
         response = await client.get(forex, headers=bearer(key))
@@ -610,10 +614,8 @@ async def test_a_route_of_a_plan_without_limits_that_raises_sends_nothing_and_bi
 async def test_a_plan_without_limits_but_without_the_market_is_402_at_no_cost(
     store: MeteringStore, config: MeteringConfig
 ) -> None:
-    crypto_only = msgspec.structs.replace(config.plans["internal"], markets=("crypto",))
-    narrowed = msgspec.structs.replace(config, plans={**config.plans, "internal": crypto_only})
     key = await store.create_key("internal")
-    async with serving(store, narrowed) as client:
+    async with serving(store, crypto_only(config, "internal")) as client:
         response = await client.get("/api/v2/forex/newsroom/get-recent-briefs/EURUSD", headers=bearer(key))  # fmt: skip
     assert response.status_code == 402
     assert tokens(response) == dict(zip(HEADERS, (0, -1, -1, -1, -1), strict=True))
