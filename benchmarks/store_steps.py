@@ -5,9 +5,9 @@
 C tasks (default 10, the spec's connection limit) each meter N/C requests on one key in a loop,
 so the store's groups hold up to C steps. `--path admit-settle` (default) times the two steps of a
 plan with limits (admit before the route, settle after it); `--path record` the one step of a
-plan without limits (the `internal` key the benchmarks load with: `record` after the route). No server is involved: this isolates the store (and its
-grouping) from the middleware and the ASGI server, which the `metering` section of `make bench`
-measures whole. The SQLite file is a scratch one; Redis uses database 15 under a random prefix,
+plan without limits (the `internal` key the benchmarks load with: `record` after the route).
+No server is involved: this isolates the store (and its grouping) from the middleware and the
+ASGI server, which the `metering` section of `make bench` measures whole. The SQLite file is a scratch one; Redis uses database 15 under a random prefix,
 removed afterwards.
 """
 

@@ -102,10 +102,23 @@ class MeteringConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise MeteringConfigError(f"no cost configured for operation {operation!r}") from None
 
 
+CONFIG_ENV = "MI_METERING_CONFIG"
+"""The environment variable naming an operator's metering TOML file (else the default one)."""
+
+
+def config_from_env(env: Mapping[str, str]) -> MeteringConfig:
+    """The configuration the API and the CLI run with: `MI_METERING_CONFIG`, else the default."""
+    path = env.get(CONFIG_ENV)
+    return load_config(Path(path) if path else None)
+
+
 def load_config(path: Path | None = None) -> MeteringConfig:
     """Read and validate the metering TOML file (default: `config/metering.toml`)."""
     with (path or DEFAULT_CONFIG_PATH).open("rb") as handle:
-        raw = tomllib.load(handle)
+        try:
+            raw = tomllib.load(handle)
+        except tomllib.TOMLDecodeError as exc:
+            raise MeteringConfigError(f"{path or DEFAULT_CONFIG_PATH}: {exc}") from exc
     try:
         return msgspec.convert(raw, MeteringConfig)
     except msgspec.ValidationError as exc:

@@ -12,7 +12,7 @@ from litestar.config.app import AppConfig
 from litestar.middleware import DefineMiddleware
 from litestar.plugins import InitPluginProtocol
 
-from api.metering.config import MeteringConfig, load_config
+from api.metering.config import MeteringConfig, config_from_env
 from api.metering.middleware import MeteringMiddleware
 from api.metering.model import MeteringUnavailableError
 from api.metering.store import MeteringStore, open_store, store_url_from_env
@@ -36,8 +36,7 @@ class MeteringPlugin(InitPluginProtocol):
     @classmethod
     def from_env(cls, env: Mapping[str, str], data_dir: Path) -> MeteringPlugin:
         """`MI_METERING_URL` (default SQLite under `data_dir`), `MI_METERING_CONFIG` (TOML path)."""
-        config_path = env.get("MI_METERING_CONFIG")
-        config = load_config(Path(config_path) if config_path else None)
+        config = config_from_env(env)
         return cls(open_store(store_url_from_env(env, data_dir), config), config)
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import click
 
-from api.metering.config import MeteringConfig, load_config
+from api.metering.config import MeteringConfig, MeteringConfigError, config_from_env
 from api.metering.model import key_id_from_reference
 from api.metering.store import MeteringStore, open_store, store_url_from_env
 
@@ -19,14 +19,18 @@ T = TypeVar("T")
 
 
 def _config() -> MeteringConfig:
-    """The metering configuration the API runs with: MI_METERING_CONFIG, else the default file."""
-    config_path = os.environ.get("MI_METERING_CONFIG")
-    return load_config(Path(config_path) if config_path else None)
+    """The metering configuration the API runs with (a clear error when it cannot be read)."""
+    try:
+        return config_from_env(os.environ)
+    except (OSError, MeteringConfigError) as exc:
+        raise click.ClickException(f"metering configuration: {exc}") from None
 
 
-def _with_store(action: Callable[[MeteringStore], Awaitable[T]]) -> T:
+def _with_store(
+    action: Callable[[MeteringStore], Awaitable[T]], config: MeteringConfig | None = None
+) -> T:
     """Run one action against the store named by MI_METERING_URL (default: the data dir's SQLite)."""
-    config = _config()
+    config = config or _config()
     url = store_url_from_env(os.environ, Path(os.environ.get("MI_DATA_DIR", "data")))
 
     async def run() -> T:
@@ -57,11 +61,11 @@ def keys() -> None:
 @click.option("--name", default="", help="A label for the key's owner.")
 def create(plan: str, name: str) -> None:
     """Create a key; the key is printed once, as the last line."""
-    plans = sorted(_config().plans)
-    if plan not in plans:
-        choices = ", ".join(repr(known) for known in plans)
+    config = _config()
+    if plan not in config.plans:
+        choices = ", ".join(repr(known) for known in sorted(config.plans))
         raise click.BadParameter(f"{plan!r} is not one of {choices}.", param_hint="'--plan'")
-    key = _with_store(lambda store: store.create_key(plan, name))
+    key = _with_store(lambda store: store.create_key(plan, name), config)
     click.echo(
         f"Created a {plan} key{f' for {name}' if name else ''}. Store it now: it is not kept."
     )
