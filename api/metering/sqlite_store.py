@@ -93,16 +93,29 @@ class _Group:
     """One group transaction's write-back state: each account row is read once and written once,
     and the ledger rows are inserted together, all before the group's COMMIT."""
 
-    __slots__ = ("conn", "day", "dirty", "ledger", "month", "now", "rows")
+    __slots__ = ("_calendar", "conn", "dirty", "ledger", "now", "rows")
 
     def __init__(self, conn: sqlite3.Connection, now: float) -> None:
         self.conn = conn
         self.now = now
-        self.day = day_index(now)
-        self.month = month_index(now)
+        self._calendar: tuple[int, int] | None = None
         self.rows: dict[str, tuple[Any, ...] | None] = {}
         self.dirty: set[str] = set()
         self.ledger: list[tuple[Any, ...]] = []
+
+    @property
+    def day(self) -> int:
+        return self._period()[0]
+
+    @property
+    def month(self) -> int:
+        return self._period()[1]
+
+    def _period(self) -> tuple[int, int]:
+        # (day, month) of `now`, on first use: a group of record steps never needs the calendar.
+        if self._calendar is None:
+            self._calendar = (day_index(self.now), month_index(self.now))
+        return self._calendar
 
     def account(self, key_id: str) -> tuple[Any, ...] | None:
         """(plan, revoked_at, pack_balance, month, month_used, day, day_used) as this group left it."""
@@ -247,8 +260,10 @@ class SqliteMeteringStore(MeteringStore):
         conn.execute("COMMIT")
         return result
 
-    async def _grouped(self, step: Step) -> Any:
-        """Queue `step` for this loop iteration's group; its result once that group commits."""
+    def _grouped(self, step: Step) -> asyncio.Future[Any]:
+        """Queue `step` for this loop iteration's group; a future of its result once that group
+        commits (a store failure: `MeteringUnavailableError`). A plain function, not a coroutine:
+        the hot path awaits the future itself."""
         if self._closed:
             raise MeteringUnavailableError("metering store: closed")
         loop = asyncio.get_running_loop()
@@ -257,10 +272,7 @@ class SqliteMeteringStore(MeteringStore):
         if not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)
-        try:
-            return await future
-        except (sqlite3.Error, OSError) as exc:  # fail closed on any store error
-            raise MeteringUnavailableError(f"metering store: {exc}") from exc
+        return future
 
     def _flush(self) -> None:
         """On the loop: commit every step queued since the last flush, inline when the lock is free."""
@@ -563,13 +575,11 @@ class SqliteMeteringStore(MeteringStore):
         )
         return balance_of(plan, base_used, packs, today_used)
 
-    async def record(
+    def record(
         self, account: Account, route: str, status: int, tokens: int
-    ) -> Balance | None:
-        balance: Balance | None = await self._grouped(
-            lambda group: self._record(group, account.key_id, route, status, tokens)
-        )
-        return balance
+    ) -> asyncio.Future[Balance | None]:
+        key_id = account.key_id
+        return self._grouped(lambda group: self._record(group, key_id, route, status, tokens))
 
     def _record(
         self, group: _Group, key_id: str, route: str, status: int, tokens: int
@@ -705,11 +715,16 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:
-    """On the event loop: hand each committed step's result (or failure) to its waiter."""
+    """On the event loop: hand each committed step's result (or failure) to its waiter; a store
+    error (SQLite, OS) reaches it as `MeteringUnavailableError` (fail closed)."""
     for future, ok, value in resolved:
         if future.done():  # the waiter was cancelled; its step ran (and committed) regardless
             continue
         if ok:
             future.set_result(value)
+        elif isinstance(value, sqlite3.Error | OSError):
+            failure = MeteringUnavailableError(f"metering store: {value}")
+            failure.__cause__ = value
+            future.set_exception(failure)
         else:
             future.set_exception(value)

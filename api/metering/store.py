@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from api.metering.config import MeteringConfig
@@ -40,6 +40,17 @@ class MeteringStore(ABC):
         self._auth_cache: dict[str, tuple[str, Account, float]] = {}
         # (key id, sha256) of a presented key: pure functions of it, computed once per key.
         self._key_facts: dict[str, tuple[str, str]] = {}
+
+    def cached_account(self, key: str) -> Account | None:
+        """The account of `key` when this process verified it in the last `AUTH_CACHE_SECONDS`
+        (no I/O: the hot path's check); None when `authenticate` must decide."""
+        facts = self._key_facts.get(key)
+        if facts is None:
+            return None
+        cached = self._auth_cache.get(facts[0])
+        if cached is None or cached[2] <= time.monotonic():
+            return None
+        return cached[1] if hmac.compare_digest(cached[0], facts[1]) else None
 
     async def authenticate(self, key: str) -> Account | None:
         """The account of a well-formed, known, unrevoked key; None otherwise."""
@@ -84,12 +95,15 @@ class MeteringStore(ABC):
         """
 
     @abstractmethod
-    async def record(
+    def record(
         self, account: Account, route: str, status: int, tokens: int
-    ) -> Balance | None:
+    ) -> Awaitable[Balance | None]:
         """A plan without limits (`Plan.has_limits` false): ONE atomic step once its response is
         ready and held: revocation, then the request's net cost as one settled `charge` ledger
         row (with the response's status). None when the key is revoked: nothing is recorded.
+
+        An awaitable rather than a coroutine, so a backend can hand out its group's future
+        itself (one coroutine fewer per request on the hot path).
         """
 
     @abstractmethod
