@@ -105,6 +105,23 @@ async def test_revoked_key_is_refused_from_the_next_request_on(make_store: Store
     assert [record.revoked_at is not None for record in await cli.list_keys()] == [True]
 
 
+async def test_cached_account_answers_only_for_a_key_verified_by_this_store(
+    store: MeteringStore,
+) -> None:
+    """The hot path's check without I/O: None until `authenticate` has verified the key, the
+    account after it, and None for a tampered key with the same public id or a revoked key."""
+    key = await store.create_key("internal")
+    assert store.cached_account(key) is None
+    account = await store.authenticate(key)
+    assert account is not None
+    assert store.cached_account(key) == account
+    tampered = key[:-1] + ("A" if key[-1] != "A" else "B")
+    await store.authenticate(tampered)
+    assert store.cached_account(tampered) is None
+    assert await store.revoke(account.key_id)
+    assert store.cached_account(key) is None
+
+
 async def test_create_key_rejects_an_unknown_plan(store: MeteringStore) -> None:
     with pytest.raises(ValueError, match="unknown plan"):
         await store.create_key("platinum")
