@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from litestar import Litestar
 
@@ -44,21 +45,22 @@ class _Iteration:
     """Futures resolved together on the next event-loop iteration (one callback per group)."""
 
     def __init__(self) -> None:
-        self._waiting: list[asyncio.Future[None]] = []
+        self._waiting: list[tuple[asyncio.Future[Any], Any]] = []
 
-    def next(self) -> asyncio.Future[None]:
+    def next(self, value: Any = None) -> asyncio.Future[Any]:
+        """A future of `value`, resolved on the next iteration."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: asyncio.Future[Any] = loop.create_future()
         if not self._waiting:
             loop.call_soon(self._release)
-        self._waiting.append(future)
+        self._waiting.append((future, value))
         return future
 
     def _release(self) -> None:
         waiting, self._waiting = self._waiting, []
-        for future in waiting:
+        for future, value in waiting:
             if not future.done():
-                future.set_result(None)
+                future.set_result(value)
 
 
 class WaitingStore(SqliteMeteringStore):
@@ -79,11 +81,11 @@ class WaitingStore(SqliteMeteringStore):
         await self._iteration.next()
         return net_cost(status, charge.tokens, final), UNLIMITED_BALANCE
 
-    async def record(
+    def record(
         self, account: Account, route: str, status: int, tokens: int
-    ) -> Balance | None:
-        await self._iteration.next()
-        return UNLIMITED_BALANCE
+    ) -> asyncio.Future[Balance | None]:
+        # As the SQLite store does: the group's future itself, no coroutine around it.
+        return self._iteration.next(UNLIMITED_BALANCE)
 
 
 def create_app() -> Litestar:
