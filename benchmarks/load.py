@@ -33,6 +33,10 @@ class LoadResult:
     p99_ms: float
     max_ms: float
     bytes: int
+    # CPU µs a request of the server's busiest thread (its event loop) and of all its threads,
+    # from /proc over the run (None where /proc is not readable): `benchmarks.threads`.
+    busiest_thread_us: float | None = None
+    server_cpu_us: float | None = None
 
     @property
     def rps(self) -> float:

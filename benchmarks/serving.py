@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import httpx
 import msgspec
 
 from api.metering.config import DEFAULT_CONFIG_PATH
+from benchmarks import threads
 from benchmarks.bare_app import PRICE_BODY_ENV
 from benchmarks.figures import Figure, Goal
 from benchmarks.load import LoadResult, run_load
@@ -114,10 +115,18 @@ def _once(target: Target, plan: LoadPlan) -> LoadResult:
     base, paths, headers = target.server.base, target.paths, target.headers
     if plan.warmup_seconds > 0:  # warms every worker's caches and connections
         run_load(base, paths, headers, plan.connections, plan.warmup_seconds, plan.tool)
+    pid = target.server.process.pid
+    before = threads.thread_times(pid) if threads.available() else None
     result = run_load(base, paths, headers, plan.connections, plan.seconds, plan.tool)
+    cpu = ""
+    if before is not None:
+        spent = threads.thread_times(pid).minus(before)
+        busiest, total = threads.per_request_us(spent, result.requests)
+        result = replace(result, busiest_thread_us=busiest, server_cpu_us=total)
+        cpu = f", busiest thread {busiest:.1f} µs/req"
     print(
         f"    {target.name}: {result.rps:,.0f} req/s, p50 {result.p50_ms:.2f} ms, "
-        f"p99 {result.p99_ms:.2f} ms"
+        f"p99 {result.p99_ms:.2f} ms{cpu}"
         + ("" if result.clean else f", NOT CLEAN: {result.non2xx} non-2xx"),
         flush=True,
     )

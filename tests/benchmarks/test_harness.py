@@ -116,6 +116,11 @@ def test_the_bare_app_starts_under_the_production_server_and_takes_load(tmp_path
     with serving(command, dict(os.environ), port, "/small", tmp_path / "log") as server:
         results = measure([Target("bare", server, ["/small"], {})], plan)
     assert [r.clean for r in results["bare"]] == [True, True]
+    # Each run also carries the server's CPU a request, read from its threads in /proc.
+    for result in results["bare"]:
+        assert result.busiest_thread_us is not None
+        assert result.server_cpu_us is not None
+        assert 0 < result.busiest_thread_us <= result.server_cpu_us
 
 
 def test_the_ceiling_app_meters_real_keys_and_only_waits(tmp_path: Path) -> None:
