@@ -63,7 +63,10 @@ def thread_times(root: int) -> ThreadTimes:
             fields = _stat_fields(task / "stat")
             if fields is None:
                 continue
-            name = (task / "comm").read_text().strip() if (task / "comm").exists() else "?"
+            try:
+                name = (task / "comm").read_text().strip()
+            except OSError:  # the thread exited meanwhile
+                continue
             ticks = int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
             seconds[f"{pid}/{task.name} {name}"] = ticks / _TICKS_PER_SECOND
     return ThreadTimes(seconds)

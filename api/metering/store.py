@@ -45,12 +45,14 @@ class MeteringStore(ABC):
         """The account of `key` when this process verified it in the last `AUTH_CACHE_SECONDS`
         (no I/O: the hot path's check); None when `authenticate` must decide."""
         facts = self._key_facts.get(key)
-        if facts is None:
-            return None
-        cached = self._auth_cache.get(facts[0])
+        return None if facts is None else self._from_cache(*facts)[1]
+
+    def _from_cache(self, key_id: str, digest: str) -> tuple[bool, Account | None]:
+        """(the key id is cached and fresh, its account if `digest` matches the cached hash)."""
+        cached = self._auth_cache.get(key_id)
         if cached is None or cached[2] <= time.monotonic():
-            return None
-        return cached[1] if hmac.compare_digest(cached[0], facts[1]) else None
+            return False, None
+        return True, cached[1] if hmac.compare_digest(cached[0], digest) else None
 
     async def authenticate(self, key: str) -> Account | None:
         """The account of a well-formed, known, unrevoked key; None otherwise."""
@@ -64,9 +66,9 @@ class MeteringStore(ABC):
                 self._key_facts.clear()
             self._key_facts[key] = facts
         key_id, digest = facts
-        cached = self._auth_cache.get(key_id)
-        if cached is not None and cached[2] > time.monotonic():
-            return cached[1] if hmac.compare_digest(cached[0], digest) else None
+        hit, account = self._from_cache(key_id, digest)
+        if hit:
+            return account
         found = await self._lookup(key_id)
         if found is None:
             return None
