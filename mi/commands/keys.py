@@ -18,7 +18,7 @@ from api.metering.store import MeteringStore, open_store, store_url_from_env
 T = TypeVar("T")
 
 
-def _config() -> MeteringConfig:
+def metering_config() -> MeteringConfig:
     """The metering configuration the API runs with (a clear error when it cannot be read)."""
     try:
         return config_from_env(os.environ)
@@ -30,7 +30,7 @@ def _with_store(
     action: Callable[[MeteringStore], Awaitable[T]], config: MeteringConfig | None = None
 ) -> T:
     """Run one action against the store named by MI_METERING_URL (default: the data dir's SQLite)."""
-    config = config or _config()
+    config = config or metering_config()
     url = store_url_from_env(os.environ, Path(os.environ.get("MI_DATA_DIR", "data")))
 
     async def run() -> T:
@@ -61,7 +61,7 @@ def keys() -> None:
 @click.option("--name", default="", help="A label for the key's owner.")
 def create(plan: str, name: str) -> None:
     """Create a key; the key is printed once, as the last line."""
-    config = _config()
+    config = metering_config()
     if plan not in config.plans:
         choices = ", ".join(repr(known) for known in sorted(config.plans))
         raise click.BadParameter(f"{plan!r} is not one of {choices}.", param_hint="'--plan'")

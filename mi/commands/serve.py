@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import click
 
 from api.settings import load_settings
+from mi.commands.keys import metering_config
 
 APP_FACTORY = "api.app:asgi_app"
 """Called in every worker process, so each builds its settings from its own environment."""
@@ -58,6 +60,10 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
         settings = load_settings()
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    from api.metering.plugin import metering_enabled  # the app's modules, only when serving
+
+    if metering_enabled(os.environ):
+        metering_config()  # each worker reads it again; a bad file stops the server here
     base = f"http://{host}:{port}"
     click.echo(f"Serving the Market Intelligence API on {base} (docs {base}/schema)")
     click.echo(f"  data {settings.data_dir}, {server} with {workers} worker(s); Ctrl-C stops")

@@ -104,3 +104,31 @@ def test_a_key_from_mi_keys_create_is_metered_by_the_real_server(
         finally:
             server.terminate()
             server.wait(timeout=20)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["plans = [", "[plans.sandbox]\nmonthly_budget = 'x'\n"],
+    ids=["malformed-toml", "invalid-values"],
+)
+def test_mi_serve_refuses_a_bad_metering_config_once_before_starting(
+    tmp_path: Path, content: str
+) -> None:
+    """A bad `MI_METERING_CONFIG` is one clear error from `mi serve` itself (exit 1, no
+    traceback), before any worker starts, not a failure repeated in every worker."""
+    config = tmp_path / "metering.toml"
+    config.write_text(content)
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path), "MI_METERING_CONFIG": str(config)}
+    port = free_port()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "mi"), "serve", "--port", str(port)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "Error: metering configuration:" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Serving the Market Intelligence API" not in done.stdout
