@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -126,6 +126,14 @@ async def _respond(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+class _Route(NamedTuple):
+    """How a route handler's requests are metered (from its `opt` and the configured costs)."""
+
+    operation: str
+    key_optional: bool
+    fixed_cost: int | None  # None: the cost scales with the request (`request_cost`)
+
+
 class MeteringMiddleware:
     """Meters every route whose handler declares `opt={"operation": "<name in costs>"}`.
 
@@ -144,28 +152,30 @@ class MeteringMiddleware:
         # Plans with nothing to check before the work: their requests take the one-step path.
         self._one_step_plans = {name for name, plan in config.plans.items() if not plan.has_limits}
         self._entitlements: dict[tuple[str, str], bool] = {}  # (plan, market as sent) -> entitled
+        self._routes: dict[object, _Route | None] = {}  # route handler -> how it is metered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler = scope.get("route_handler") if scope["type"] == "http" else None
-        opt: Mapping[str, Any] = handler.opt if handler is not None else {}
-        operation = opt.get("operation")
-        if operation is None:
+        route = self._route(scope.get("route_handler")) if scope["type"] == "http" else None
+        if route is None:
             await self.app(scope, receive, send)
             return
         sent, key = parse_authorization(scope["headers"])
-        if not sent and opt.get("key") == "optional":
+        if not sent and route.key_optional:
             await self.app(scope, receive, send)
             return
         if key is None:
             await _respond(send, 401, _UNAUTHORIZED)
             return
+        operation = route.operation
         try:
             # A key verified in the last AUTH_CACHE_SECONDS costs no coroutine.
             account = self.store.cached_account(key) or await self.store.authenticate(key)
             if account is None:
                 await _respond(send, 401, _UNAUTHORIZED)
                 return
-            cost = self._cost(operation, scope)
+            cost = (
+                route.fixed_cost if route.fixed_cost is not None else self._cost(operation, scope)
+            )
             if account.plan in self._one_step_plans:
                 admission = None
             else:
@@ -183,6 +193,22 @@ class MeteringMiddleware:
             await self._payment_required(send, admission, scope)
             return
         await self._serve(scope, receive, send, operation, admission)
+
+    def _route(self, handler: Any) -> _Route | None:
+        """How `handler`'s requests are metered (None: not metered), worked out once per handler."""
+        try:
+            return self._routes[handler]
+        except KeyError:
+            pass
+        opt: Mapping[str, Any] = handler.opt if handler is not None else {}
+        operation = opt.get("operation")
+        route = None
+        if operation is not None:
+            rule = self.config.cost_rule(operation)
+            fixed = rule if isinstance(rule, int) else None
+            route = _Route(operation, opt.get("key") == "optional", fixed)
+        self._routes[handler] = route
+        return route
 
     def _cost(self, operation: str, scope: Scope) -> int:
         """The up-front cost; the query string is parsed only for a query-scaled cost."""
@@ -259,19 +285,24 @@ class MeteringMiddleware:
         """
         charge, admitted = admission.charge, admission.balance
         assert charge is not None
-        response = _HeldResponse(
-            send, lambda status: self._settle_for(scope, operation, charge, status, admitted)
-        )
+
+        async def settle(status: int) -> list[tuple[bytes, bytes]]:
+            final = self._final_cost(scope, operation)
+            net, balance = await self._settle(charge, status, final, admitted)
+            return balance_headers(net, balance)
+
+        response = _HeldResponse(send, settle)
         try:
             await self.app(scope, receive, response)
         except BaseException:
             if not response.streaming:  # nothing was sent: the server answers 500, billed so
                 await self._settle(charge, 500, None, admitted)
             raise
-        if response.start is None:  # the route returned without answering: a server failure
+        start = response.start
+        if start is None:  # the route returned without answering: a server failure
             await self._settle(charge, 500, None, admitted)
-            return
-        await response.release()
+        elif not response.streaming:  # a streamed answer was settled on its first chunk
+            await response.release(await settle(start["status"]))
 
     async def _serve_then_record(
         self,
@@ -317,23 +348,30 @@ class MeteringMiddleware:
                 with contextlib.suppress(_Replacement):
                     await record(500)
             raise
-        if response.start is None:  # the route returned without answering: a server failure
+        start = response.start
+        if start is None:  # the route returned without answering: a server failure
             with contextlib.suppress(_Replacement):
                 await record(500)
             return
-        await response.release()
+        if response.streaming:  # recorded on its first chunk
+            return
+        # The common answer, `record` inlined: one coroutine fewer on every request.
+        status = start["status"]
+        net = net_cost(status, cost, self._final_cost(scope, operation))
+        try:
+            balance = await store.record(account, operation, status, net)
+        except MeteringUnavailableError:
+            await _respond(send, 503, _UNAVAILABLE, _RETRY_UNAVAILABLE)
+            return
+        if balance is None:  # revoked since the key was cached
+            await _respond(send, 401, _UNAUTHORIZED)
+            return
+        await response.release(balance_headers(net, balance))
 
     def _final_cost(self, scope: Scope, operation: str) -> int | None:
         """A by-points route's cost for the points it reported returning (None: not by points)."""
         points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
         return None if points is None else points_cost(self.config, operation, points)
-
-    async def _settle_for(
-        self, scope: Scope, operation: str, charge: Charge, status: int, admitted: Balance | None
-    ) -> list[tuple[bytes, bytes]]:
-        final = self._final_cost(scope, operation)
-        net, balance = await self._settle(charge, status, final, admitted)
-        return balance_headers(net, balance)
 
 
 class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report
@@ -352,7 +390,11 @@ class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an err
 
 
 class _HeldResponse:
-    """The `send` a metered route answers through: holds its start and body until settled."""
+    """The `send` a metered route answers through: holds its start and body until settled.
+
+    A streamed response (`more_body`) is settled on its first chunk by `settle` and then passed
+    through; a single-message one is sent by `release` once the middleware has settled it.
+    """
 
     __slots__ = ("body", "replaced", "send", "settle", "start", "streaming")
 
@@ -374,31 +416,29 @@ class _HeldResponse:
             self.start = message
         elif message.get("more_body", False):
             self.streaming = True
-            await self._send_start()
-            if not self.replaced:
-                await self.send(message)
+            await self._stream(message)
         else:
             self.body = message
 
-    async def _send_start(self) -> None:
+    async def _stream(self, chunk: Message) -> None:
+        """The first chunk of a streamed response: settle, send the start, pass the chunk on."""
         start = self.start
-        if start is None:  # a body without a start is the server's protocol error to report
-            return
-        try:
-            balance = await self.settle(start["status"])
-        except _Replacement as replacement:
-            self.replaced = True
-            await replacement.respond(self.send)
-            return
-        headers = [*start.get("headers", ()), *balance]
-        await self.send({**start, "headers": headers})
+        if start is not None:  # a body without a start is the server's protocol error to report
+            try:
+                balance = await self.settle(start["status"])
+            except _Replacement as replacement:
+                self.replaced = True
+                await replacement.respond(self.send)
+                return
+            await self.send({**start, "headers": [*start.get("headers", ()), *balance]})
+        await self.send(chunk)
 
-    async def release(self) -> None:
-        """Settle and send what the route answered (unless it streamed: settled already)."""
-        if self.streaming or self.start is None:
-            return
-        await self._send_start()
-        if self.body is not None and not self.replaced:
+    async def release(self, balance: list[tuple[bytes, bytes]]) -> None:
+        """Send the held single-message response with the balance headers added."""
+        start = self.start
+        assert start is not None
+        await self.send({**start, "headers": [*start.get("headers", ()), *balance]})
+        if self.body is not None:
             await self.send(self.body)
 
 

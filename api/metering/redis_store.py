@@ -567,7 +567,7 @@ class RedisMeteringStore(MeteringStore):
     async def revoke(self, key_id: str) -> bool:
         keys = [self._key("acct", key_id), self._key("clock")]
         revoked = await self._call(lambda: self._revoke(keys=keys, args=[self._override()]))
-        self._auth_cache.pop(key_id, None)
+        self._forget(key_id)
         return bool(revoked)
 
     async def topup(self, key_id: str, tokens: int) -> int:

@@ -641,7 +641,7 @@ class SqliteMeteringStore(MeteringStore):
         revoked = await self._run(
             lambda conn: self._transaction(conn, lambda now: update(conn, now))
         )
-        self._auth_cache.pop(key_id, None)
+        self._forget(key_id)
         return revoked
 
     async def topup(self, key_id: str, tokens: int) -> int:

@@ -40,19 +40,26 @@ class MeteringStore(ABC):
         self._auth_cache: dict[str, tuple[str, Account, float]] = {}
         # (key id, sha256) of a presented key: pure functions of it, computed once per key.
         self._key_facts: dict[str, tuple[str, str]] = {}
+        # Keys as presented that `authenticate` accepted, with when that expires: the hot path's
+        # one lookup (an exact match of the whole key, so no digest to compare).
+        self._verified: dict[str, tuple[Account, float]] = {}
 
     def cached_account(self, key: str) -> Account | None:
         """The account of `key` when this process verified it in the last `AUTH_CACHE_SECONDS`
         (no I/O: the hot path's check); None when `authenticate` must decide."""
-        facts = self._key_facts.get(key)
-        return None if facts is None else self._from_cache(*facts)[1]
+        verified = self._verified.get(key)
+        if verified is None or verified[1] <= time.monotonic():
+            return None
+        return verified[0]
 
-    def _from_cache(self, key_id: str, digest: str) -> tuple[bool, Account | None]:
-        """(the key id is cached and fresh, its account if `digest` matches the cached hash)."""
-        cached = self._auth_cache.get(key_id)
-        if cached is None or cached[2] <= time.monotonic():
-            return False, None
-        return True, cached[1] if hmac.compare_digest(cached[0], digest) else None
+    def _forget(self, key_id: str) -> None:
+        """Drop what this process cached about a key id (it was revoked here)."""
+        self._auth_cache.pop(key_id, None)
+        self._verified = {
+            key: verified
+            for key, verified in self._verified.items()
+            if verified[0].key_id != key_id
+        }
 
     async def authenticate(self, key: str) -> Account | None:
         """The account of a well-formed, known, unrevoked key; None otherwise."""
@@ -66,9 +73,12 @@ class MeteringStore(ABC):
                 self._key_facts.clear()
             self._key_facts[key] = facts
         key_id, digest = facts
-        hit, account = self._from_cache(key_id, digest)
-        if hit:
-            return account
+        cached = self._auth_cache.get(key_id)
+        if cached is not None and cached[2] > time.monotonic():  # verified here lately
+            if not hmac.compare_digest(cached[0], digest):
+                return None
+            self._remember(key, cached[1], cached[2])
+            return cached[1]
         found = await self._lookup(key_id)
         if found is None:
             return None
@@ -76,8 +86,15 @@ class MeteringStore(ABC):
         if revoked or not hmac.compare_digest(stored_hash, digest):
             return None
         account = Account(key_id=key_id, plan=plan)
-        self._auth_cache[key_id] = (stored_hash, account, time.monotonic() + AUTH_CACHE_SECONDS)
+        expires = time.monotonic() + AUTH_CACHE_SECONDS
+        self._auth_cache[key_id] = (stored_hash, account, expires)
+        self._remember(key, account, expires)
         return account
+
+    def _remember(self, key: str, account: Account, expires: float) -> None:
+        if len(self._verified) >= KEY_FACTS_SIZE:
+            self._verified.clear()
+        self._verified[key] = (account, expires)
 
     @abstractmethod
     async def _lookup(self, key_id: str) -> tuple[str, str, bool] | None:

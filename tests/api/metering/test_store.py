@@ -6,6 +6,7 @@ import asyncio
 import re
 import sqlite3
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from api.metering.model import (
 )
 from api.metering.redis_store import RedisMeteringStore
 from api.metering.sqlite_store import SqliteMeteringStore
-from api.metering.store import MeteringStore, open_store
+from api.metering.store import AUTH_CACHE_SECONDS, MeteringStore, open_store
 
 from .conftest import REDIS_URL, FakeClock, StoreFactory, new_account
 
@@ -120,6 +121,19 @@ async def test_cached_account_answers_only_for_a_key_verified_by_this_store(
     assert store.cached_account(tampered) is None
     assert await store.revoke(account.key_id)
     assert store.cached_account(key) is None
+
+
+async def test_cached_account_expires_after_the_auth_cache_window(
+    store: MeteringStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verified key is answered without I/O for AUTH_CACHE_SECONDS only; then `authenticate`
+    reads the store again (and sees a revocation made by another process)."""
+    key = await store.create_key("internal")
+    assert await store.authenticate(key) is not None
+    later = time.monotonic() + AUTH_CACHE_SECONDS + 1
+    with monkeypatch.context() as patched:
+        patched.setattr(time, "monotonic", lambda: later)
+        assert store.cached_account(key) is None
 
 
 async def test_create_key_rejects_an_unknown_plan(store: MeteringStore) -> None:
