@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, NamedTuple, cast
 from urllib.parse import parse_qsl
 
@@ -13,6 +14,7 @@ from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Sc
 
 from api.metering.config import MARKETS, MeteringConfig, ScaledCost, points_cost, request_cost
 from api.metering.model import (
+    UNLIMITED_BALANCE,
     Account,
     Admission,
     Balance,
@@ -34,6 +36,7 @@ _encode = msgspec.json.Encoder().encode
 _UNAUTHORIZED = _encode({"success": False, "message": "unauthorized"})
 _UNAVAILABLE = _encode({"error": "token accounting is temporarily unavailable; retry later"})
 _RETRY_UNAVAILABLE = [(b"retry-after", str(UNAVAILABLE_RETRY_AFTER).encode())]
+_NO_PARAMS: Mapping[str, Any] = {}  # a route without path parameters (no dict made per request)
 _LIMIT_MESSAGES = {
     Outcome.DAILY_LIMIT: ("DAILY_TOKEN_LIMIT", "daily", "daily token limit reached"),
     Outcome.MONTHLY_LIMIT: ("MONTHLY_TOKEN_LIMIT", "monthly", "monthly token budget exhausted"),
@@ -132,6 +135,9 @@ class _Route(NamedTuple):
     operation: str
     key_optional: bool
     fixed_cost: int | None  # None: the cost scales with the request (`request_cost`)
+    by_points: bool  # the final cost follows the points returned (`report_points`)
+    unlimited_headers: list[tuple[bytes, bytes]] | None
+    """The balance headers of a fixed-cost answer charged in full to a plan without a budget."""
 
 
 class MeteringMiddleware:
@@ -184,7 +190,7 @@ class MeteringMiddleware:
             await _respond(send, 503, _UNAVAILABLE, _RETRY_UNAVAILABLE)
             return
         if admission is None:
-            await self._serve_then_record(scope, receive, send, operation, account, cost)
+            await self._serve_then_record(scope, receive, send, route, account, cost)
             return
         if admission.charge is None:
             await self._refuse(send, admission)
@@ -192,7 +198,7 @@ class MeteringMiddleware:
         if not self._entitled(account.plan, scope):
             await self._payment_required(send, admission, scope)
             return
-        await self._serve(scope, receive, send, operation, admission)
+        await self._serve(scope, receive, send, route, admission)
 
     def _route(self, handler: Any) -> _Route | None:
         """How `handler`'s requests are metered (None: not metered), worked out once per handler."""
@@ -206,7 +212,9 @@ class MeteringMiddleware:
         if operation is not None:
             rule = self.config.cost_rule(operation)
             fixed = rule if isinstance(rule, int) else None
-            route = _Route(operation, opt.get("key") == "optional", fixed)
+            by_points = isinstance(rule, ScaledCost) and rule.by_points
+            headers = None if fixed is None else _balance_headers(fixed, UNLIMITED_BALANCE)
+            route = _Route(operation, opt.get("key") == "optional", fixed, by_points, headers)
         self._routes[handler] = route
         return route
 
@@ -219,7 +227,7 @@ class MeteringMiddleware:
         return request_cost(self.config, operation, query, scope.get("path_params", {}))
 
     def _entitled(self, plan: str, scope: Scope) -> bool:
-        market = scope.get("path_params", {}).get("market")
+        market = (scope.get("path_params") or _NO_PARAMS).get("market")
         if not isinstance(market, str):
             return True
         entitled = self._entitlements.get((plan, market))
@@ -275,7 +283,7 @@ class MeteringMiddleware:
             return charge.tokens, fallback
 
     async def _serve(
-        self, scope: Scope, receive: Receive, send: Send, operation: str, admission: Admission
+        self, scope: Scope, receive: Receive, send: Send, route: _Route, admission: Admission
     ) -> None:
         """Run the route with its response held back, settle by its status, then send it.
 
@@ -287,7 +295,7 @@ class MeteringMiddleware:
         assert charge is not None
 
         async def settle(status: int) -> list[tuple[bytes, bytes]]:
-            final = self._final_cost(scope, operation)
+            final = self._final_cost(scope, route)
             net, balance = await self._settle(charge, status, final, admitted)
             return balance_headers(net, balance)
 
@@ -305,73 +313,84 @@ class MeteringMiddleware:
             await response.release(await settle(start["status"]))
 
     async def _serve_then_record(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        operation: str,
-        account: Account,
-        cost: int,
+        self, scope: Scope, receive: Receive, send: Send, route: _Route, account: Account, cost: int
     ) -> None:
         """A plan without limits: nothing to check before the work, so the route runs first with
         its response held, and ONE store step (revocation, the net charge) runs before it is sent.
 
         A revoked key still gets its 401 and the store being down its 503 (the held response is
         dropped: nothing is served unrecorded); a killed worker has sent nothing it did not record.
+        The common answer (held, then recorded) is written out here; `_recorded_headers` serves
+        the others (402, a failure, a streamed answer).
         """
-        store = self.store
-
-        async def record(status: int) -> list[tuple[bytes, bytes]]:
-            """The balance headers of the recorded request; `_Replacement` when it must not go out."""
-            net = net_cost(status, cost, self._final_cost(scope, operation))
-            try:
-                balance = await store.record(account, operation, status, net)
-            except MeteringUnavailableError:
-                raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
-            if balance is None:  # revoked since the key was cached
-                raise _Replacement(401, _UNAUTHORIZED)
-            return balance_headers(net, balance)
-
         if not self._entitled(account.plan, scope):
-            try:
-                headers = await record(402)
-            except _Replacement as replaced:
-                await replaced.respond(send)
-                return
-            await _respond(send, 402, self._payment_required_body(scope), headers)
+            await self._record_payment_required(send, scope, route, account, cost)
             return
-        response = _HeldResponse(send, record)
+        response = _HeldResponse(send, partial(self._recorded_headers, scope, route, account, cost))
         try:
             await self.app(scope, receive, response)
         except BaseException:
             if not response.streaming:  # nothing was sent: the server answers 500, billed so
-                with contextlib.suppress(_Replacement):
-                    await record(500)
+                await self._record_failure(scope, route, account, cost)
             raise
         start = response.start
         if start is None:  # the route returned without answering: a server failure
-            with contextlib.suppress(_Replacement):
-                await record(500)
+            await self._record_failure(scope, route, account, cost)
             return
         if response.streaming:  # recorded on its first chunk
             return
-        # The common answer, `record` inlined: one coroutine fewer on every request.
         status = start["status"]
-        net = net_cost(status, cost, self._final_cost(scope, operation))
+        net = net_cost(status, cost, self._final_cost(scope, route))
         try:
-            balance = await store.record(account, operation, status, net)
+            balance = await self.store.record(account, route.operation, status, net)
         except MeteringUnavailableError:
             await _respond(send, 503, _UNAVAILABLE, _RETRY_UNAVAILABLE)
             return
         if balance is None:  # revoked since the key was cached
             await _respond(send, 401, _UNAUTHORIZED)
             return
-        await response.release(balance_headers(net, balance))
+        if balance is UNLIMITED_BALANCE and net == route.fixed_cost:
+            await response.release(route.unlimited_headers or [])
+        else:
+            await response.release(balance_headers(net, balance))
 
-    def _final_cost(self, scope: Scope, operation: str) -> int | None:
+    async def _recorded_headers(
+        self, scope: Scope, route: _Route, account: Account, cost: int, status: int
+    ) -> list[tuple[bytes, bytes]]:
+        """Record an answer of a plan without limits: its balance headers, or `_Replacement`
+        when it must not go out (503: the store is down; 401: the key was revoked)."""
+        net = net_cost(status, cost, self._final_cost(scope, route))
+        try:
+            balance = await self.store.record(account, route.operation, status, net)
+        except MeteringUnavailableError:
+            raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
+        if balance is None:  # revoked since the key was cached
+            raise _Replacement(401, _UNAUTHORIZED)
+        return balance_headers(net, balance)
+
+    async def _record_payment_required(
+        self, send: Send, scope: Scope, route: _Route, account: Account, cost: int
+    ) -> None:
+        try:
+            headers = await self._recorded_headers(scope, route, account, cost, 402)
+        except _Replacement as replaced:
+            await replaced.respond(send)
+            return
+        await _respond(send, 402, self._payment_required_body(scope), headers)
+
+    async def _record_failure(
+        self, scope: Scope, route: _Route, account: Account, cost: int
+    ) -> None:
+        """A route that raised or returned without answering: billed as a 500, nothing sent."""
+        with contextlib.suppress(_Replacement):
+            await self._recorded_headers(scope, route, account, cost, 500)
+
+    def _final_cost(self, scope: Scope, route: _Route) -> int | None:
         """A by-points route's cost for the points it reported returning (None: not by points)."""
+        if not route.by_points:
+            return None
         points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
-        return None if points is None else points_cost(self.config, operation, points)
+        return None if points is None else points_cost(self.config, route.operation, points)
 
 
 class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report
