@@ -290,7 +290,17 @@ class _Batch:
     ahead of the batch, sent once more, in the next group.
     """
 
-    __slots__ = ("args", "futures", "groups", "keys", "packed", "pipeline", "state", "store")
+    __slots__ = (
+        "args",
+        "converters",
+        "futures",
+        "groups",
+        "keys",
+        "packed",
+        "pipeline",
+        "state",
+        "store",
+    )
 
     def __init__(self, store: RedisMeteringStore, pipeline: RespPipeline) -> None:
         self.store = store
@@ -298,7 +308,10 @@ class _Batch:
         self.keys = [store._key("clock")]
         self.groups: dict[str, int] = {}  # key id -> index (1-based) of its keys in KEYS
         self.args: list[str] = []
-        self.futures: list[asyncio.Future[str]] = []
+        self.futures: list[asyncio.Future[Any]] = []
+        # What each step's future is given: its reply as it came (None), or that reply read by
+        # this function (which raises MeteringUnavailableError for a step that failed).
+        self.converters: list[Callable[[str], Any] | None] = []
         self.packed = b""
         self.state = "queued"  # then "sent", "resent" (after NOSCRIPT), "done"
 
@@ -337,9 +350,16 @@ class _Batch:
             )
             return
         self._finish()
-        for future, reply in zip(self.futures, replies, strict=True):
-            if not future.done():  # its caller may have been cancelled
+        for future, convert, reply in zip(self.futures, self.converters, replies, strict=True):
+            if future.done():  # its caller may have been cancelled
+                continue
+            if convert is None:
                 future.set_result(reply)
+                continue
+            try:
+                future.set_result(convert(reply))
+            except MeteringUnavailableError as failure:
+                future.set_exception(failure)
 
     def set_exception(self, exception: BaseException, /) -> None:
         if isinstance(exception, ReplyError) and exception.noscript and self.state == "sent":
@@ -357,6 +377,18 @@ class _Batch:
     def _finish(self) -> None:
         self.state = "done"
         self.store._in_flight.discard(self)
+
+
+def _split_reply(reply: str) -> list[str]:
+    """A step's reply, split; a step that raised inside the script fails the request alone."""
+    if reply[0] == "!":
+        raise MeteringUnavailableError(f"metering store: {reply[1:]}")
+    return reply.split()
+
+
+def _recorded(reply: str) -> Balance | None:
+    """A record step's reply: None when the key was revoked (nothing was recorded)."""
+    return None if _split_reply(reply)[0] == Outcome.UNAUTHORIZED else UNLIMITED_BALANCE
 
 
 def _pack(parts: list[str]) -> bytes:
@@ -437,9 +469,11 @@ class RedisMeteringStore(MeteringStore):
             pipeline = self._pipeline = RespPipeline(self._target, REPLY_TIMEOUT)
         return pipeline
 
-    async def _step(self, key_id: str, args: list[str]) -> list[str]:
-        """Queue one admit or settle (its kind, then its arguments) in this iteration's group; its
-        reply, split, once Redis has run the group's BATCH call."""
+    def _queue(
+        self, key_id: str, args: list[str], convert: Callable[[str], Any] | None = None
+    ) -> asyncio.Future[Any]:
+        """Queue one step (its kind, then its arguments) in this iteration's group: a future of
+        its reply (read by `convert`, when given) once Redis has run the group's BATCH call."""
         pipeline = self._pipeline_here()
         batch = self._batch
         if batch is None or batch.pipeline is not pipeline:
@@ -449,15 +483,17 @@ class RedisMeteringStore(MeteringStore):
         if keys is None:
             keys = batch.groups[key_id] = len(batch.keys) + 1
             batch.keys += [self._key(kind, key_id) for kind in ("acct", "rate", "conc", "ledger")]
-        future: asyncio.Future[str] = pipeline.loop.create_future()
+        future: asyncio.Future[Any] = pipeline.loop.create_future()
         batch.futures.append(future)
+        batch.converters.append(convert)
         batch.args.append(args[0])
         batch.args.append(str(keys))
         batch.args += args[1:]
-        reply = await future
-        if reply[0] == "!":  # this step raised inside the script
-            raise MeteringUnavailableError(f"metering store: {reply[1:]}")
-        return reply.split()
+        return future
+
+    async def _step(self, key_id: str, args: list[str]) -> list[str]:
+        """One admit or settle in this iteration's group: its reply, split."""
+        return _split_reply(await self._queue(key_id, args))
 
     def _plan_args(self, plan: Plan) -> list[str]:
         if plan.monthly_budget is None or plan.daily_cap is None:
@@ -498,11 +534,13 @@ class RedisMeteringStore(MeteringStore):
         reply = await self._step(charge.key_id, args)
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
 
-    async def record(
+    def record(
         self, account: Account, route: str, status: int, tokens: int
-    ) -> Balance | None:
-        reply = await self._step(account.key_id, ["r", route, str(status), str(tokens)])
-        return None if reply[0] == Outcome.UNAUTHORIZED else UNLIMITED_BALANCE
+    ) -> asyncio.Future[Balance | None]:
+        # A plain function: the request awaits its batch's future itself (no coroutine).
+        args = ["r", route, str(status), str(tokens)]
+        future: asyncio.Future[Balance | None] = self._queue(account.key_id, args, _recorded)
+        return future
 
     async def _plan_of(self, key_id: str) -> str:
         cached = self._auth_cache.get(key_id)

@@ -20,6 +20,7 @@ from api.metering import redis_store as redis_store_module
 from api.metering import sqlite_store
 from api.metering.config import Limits, MeteringConfig, Plan
 from api.metering.model import (
+    UNLIMITED_BALANCE,
     Account,
     Admission,
     Charge,
@@ -358,6 +359,33 @@ async def test_redis_a_step_that_raises_in_the_batch_fails_alone(
         assert [r.outcome for r in results if isinstance(r, Admission)] == [Outcome.ADMITTED] * 2
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 2
+    finally:
+        await store.close()
+
+
+async def test_redis_a_record_step_that_raises_fails_alone_through_its_own_future(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """`record` hands out its batch's future: a record step that raises inside the script fails
+    that future alone with MeteringUnavailableError; the records beside it are written."""
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        account = await new_account(store, "internal")
+        broken = ["r", "ping", "200", "not a number"]
+        results = await asyncio.gather(
+            store.record(account, "ping", 200, 1),
+            store._queue(account.key_id, broken, redis_store_module._recorded),
+            store.record(account, "ping", 404, 1),
+            return_exceptions=True,
+        )
+        assert isinstance(results[1], MeteringUnavailableError)
+        assert results[0] is UNLIMITED_BALANCE
+        assert results[2] is UNLIMITED_BALANCE
+        entries = await store.ledger(account.key_id)
+        assert [(e.kind, e.status, e.tokens) for e in entries] == [
+            ("charge", 200, 1),
+            ("charge", 404, 1),
+        ]
     finally:
         await store.close()
 
