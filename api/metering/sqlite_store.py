@@ -11,6 +11,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -578,11 +579,11 @@ class SqliteMeteringStore(MeteringStore):
     def record(
         self, account: Account, route: str, status: int, tokens: int
     ) -> asyncio.Future[Balance | None]:
-        key_id = account.key_id
-        return self._grouped(lambda group: self._record(group, key_id, route, status, tokens))
+        # A partial, not a lambda: the group calls it without a Python frame of its own.
+        return self._grouped(partial(self._record, account.key_id, route, status, tokens))
 
     def _record(
-        self, group: _Group, key_id: str, route: str, status: int, tokens: int
+        self, key_id: str, route: str, status: int, tokens: int, group: _Group
     ) -> Balance | None:
         row = group.account(key_id)
         if row is None or row[1] is not None:
