@@ -17,6 +17,7 @@ from litestar.plugins import InitPluginProtocol
 from api.dependencies import SERVING_STATE, Serving, constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
+from api.heap import frozen_startup_heap
 from api.metering.plugin import MeteringPlugin, metering_enabled
 from api.routes import V2_CONTROLLERS
 from api.routes.system import SystemController
@@ -61,7 +62,7 @@ def create_app(
         },
         state=State({SERVING_STATE: Serving(reader, settings)}),
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=[reader_lifespan],
+        lifespan=[reader_lifespan, frozen_startup_heap],  # frozen once the snapshot is loaded
         openapi_config=_openapi_config(settings),
         logging_config=_logging_config(),
         plugins=list(plugins),
