@@ -16,7 +16,7 @@ async def frozen_startup_heap(_: Litestar) -> AsyncIterator[None]:
     Those objects live as long as the worker; in the permanent generation a full collection no
     longer walks them, only what requests made since. Measured on the started app (about 92,000
     tracked objects): a full collection took 61 ms, frozen under 0.1 ms; under load the p99 of
-    the metered paths that allocate most fell from up to 51 ms to at most 6.3 ms.
+    the metered paths that allocate most fell from up to 51 ms to at most 6.5 ms.
     Frozen objects are still freed by reference counting (a replaced snapshot goes as before);
     only a reference cycle among them would outlive the worker's shutdown, when they are unfrozen.
     """
