@@ -320,8 +320,7 @@ class MeteringMiddleware:
 
         A revoked key still gets its 401 and the store being down its 503 (the held response is
         dropped: nothing is served unrecorded); a killed worker has sent nothing it did not record.
-        The common answer (held, then recorded) is written out here; `_recorded_headers` serves
-        the others (402, a failure, a streamed answer).
+        Every answer is recorded by `_recorded_headers` (a streamed one on its first chunk).
         """
         if not self._entitled(account.plan, scope):
             await self._record_payment_required(send, scope, route, account, cost)
@@ -339,20 +338,12 @@ class MeteringMiddleware:
             return
         if response.streaming:  # recorded on its first chunk
             return
-        status = start["status"]
-        net = net_cost(status, cost, self._final_cost(scope, route))
         try:
-            balance = await self.store.record(account, route.operation, status, net)
-        except MeteringUnavailableError:
-            await _respond(send, 503, _UNAVAILABLE, _RETRY_UNAVAILABLE)
+            headers = await self._recorded_headers(scope, route, account, cost, start["status"])
+        except _Replacement as replaced:
+            await replaced.respond(send)
             return
-        if balance is None:  # revoked since the key was cached
-            await _respond(send, 401, _UNAUTHORIZED)
-            return
-        if balance is UNLIMITED_BALANCE and net == route.fixed_cost:
-            await response.release(route.unlimited_headers or [])
-        else:
-            await response.release(balance_headers(net, balance))
+        await response.release(headers)
 
     async def _recorded_headers(
         self, scope: Scope, route: _Route, account: Account, cost: int, status: int
@@ -366,6 +357,8 @@ class MeteringMiddleware:
             raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
         if balance is None:  # revoked since the key was cached
             raise _Replacement(401, _UNAUTHORIZED)
+        if balance is UNLIMITED_BALANCE and net == route.fixed_cost and route.unlimited_headers:
+            return route.unlimited_headers  # the common answer: encoded once per route
         return balance_headers(net, balance)
 
     async def _record_payment_required(
