@@ -91,10 +91,13 @@ local function balance(monthly, daily, base_used, packs, day_used)
   if monthly < 0 then return {-1, -1, -1, -1} end
   return {monthly, daily, math.max(0, monthly - base_used) + packs, math.max(0, daily - day_used)}
 end
-local function ledger(key, now, kind, route, status, tokens, base, packs)
-  redis.call('XADD', key, string.format('%d-*', math.floor(now * 1000)), 'kind', kind,
-    'route', route, 'status', status, 'tokens', tokens, 'base', base, 'packs', packs,
-    'ts', string.format('%.6f', now))
+-- A ledger entry's id (the ms of `now`, then Redis's sequence) and time, formatted once per call.
+local function stamp_of(now)
+  return {string.format('%d-*', math.floor(now * 1000)), string.format('%.6f', now)}
+end
+local function ledger(key, stamp, kind, route, status, tokens, base, packs)
+  redis.call('XADD', key, stamp[1], 'kind', kind, 'route', route, 'status', status,
+    'tokens', tokens, 'base', base, 'packs', packs, 'ts', stamp[2])
 end
 """
 
@@ -113,7 +116,7 @@ end
 BATCH = (
     _LUA_COMMON
     + """
-local function admit(now, acct, rate, conc, led, cost, route, slot, limited, monthly, daily,
+local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limited, monthly, daily,
     per_window, window, concurrent, timeout)
   local a = read_account(acct)
   if not a.hash or a.revoked then return 'unauthorized' end
@@ -152,13 +155,13 @@ local function admit(now, acct, rate, conc, led, cost, route, slot, limited, mon
   base_used, packs, day_used = base_used + from_base, packs - from_packs, day_used + cost
   redis.call('HSET', acct, 'packs', packs, 'month', month_index(now), 'month_used', base_used,
     'day', day_index(now), 'day_used', day_used)
-  ledger(led, now, 'charge', route, 0, cost, from_base, from_packs)
+  ledger(led, stamp, 'charge', route, 0, cost, from_base, from_packs)
   b = balance(monthly, daily, base_used, packs, day_used)
   return string.format('admitted 0 %d %d %d %d %d %d %.6f', b[1], b[2], b[3], b[4], from_base,
     from_packs, now)
 end
 
-local function settle(now, acct, conc, led, slot, route, status, credit_packs, credit_base,
+local function settle(now, stamp, acct, conc, led, slot, route, status, credit_packs, credit_base,
     charged_at, monthly, daily)
   redis.call('ZREM', conc, slot)
   local a = read_account(acct)
@@ -174,21 +177,31 @@ local function settle(now, acct, conc, led, slot, route, status, credit_packs, c
     redis.call('HSET', acct, 'packs', packs, 'month', month_index(now), 'month_used', base_used,
       'day', day_index(now), 'day_used', day_used)
   end
-  ledger(led, now, kind, route, status, -credit, -credit_base, -credit_packs)
+  ledger(led, stamp, kind, route, status, -credit, -credit_base, -credit_packs)
   local b = balance(monthly, daily, base_used, packs, day_used)
   return string.format('%d %d %d %d', b[1], b[2], b[3], b[4])
 end
 
-local function record(now, acct, led, route, status, tokens)
-  local v = redis.call('HMGET', acct, 'hash', 'revoked')
-  if not v[1] or v[2] then return 'unauthorized' end
+-- Whether an account key is unknown or revoked, read by the first record step of the key in this
+-- call (no step of a call creates or revokes a key, so the answer holds for the whole call).
+local refused_of = {}
+
+local function record(stamp, acct, led, route, status, tokens)
+  local refused = refused_of[acct]
+  if refused == nil then
+    local v = redis.call('HMGET', acct, 'hash', 'revoked')
+    refused = not v[1] or v[2] ~= false
+    refused_of[acct] = refused
+  end
+  if refused then return 'unauthorized' end
   -- A plan without limits: the whole net cost is drawn from the base, as an admit would; its
   -- period counters are not kept (no balance reads them): the ledger entry is the only write.
-  ledger(led, now, 'charge', route, status, tokens, tokens, 0)
+  ledger(led, stamp, 'charge', route, status, tokens, tokens, 0)
   return 'recorded'
 end
 
 local now = clock(KEYS[1], ARGV[1])
+local stamp = stamp_of(now)
 local per_window, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local concurrent, timeout = tonumber(ARGV[4]), tonumber(ARGV[5])
 local replies = {}
@@ -197,17 +210,17 @@ while i <= #ARGV do
   local k = tonumber(ARGV[i + 1])
   local ok, reply
   if ARGV[i] == 'a' then
-    ok, reply = pcall(admit, now, KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
+    ok, reply = pcall(admit, now, stamp, KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
       tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5] == '1', tonumber(ARGV[i + 6]),
       tonumber(ARGV[i + 7]), per_window, window, concurrent, timeout)
     i = i + 8
   elseif ARGV[i] == 'r' then
-    ok, reply = pcall(record, now, KEYS[k], KEYS[k + 3], ARGV[i + 2], tonumber(ARGV[i + 3]),
+    ok, reply = pcall(record, stamp, KEYS[k], KEYS[k + 3], ARGV[i + 2], tonumber(ARGV[i + 3]),
       tonumber(ARGV[i + 4]))
     i = i + 5
   else
-    ok, reply = pcall(settle, now, KEYS[k], KEYS[k + 2], KEYS[k + 3], ARGV[i + 2], ARGV[i + 3],
-      tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]),
+    ok, reply = pcall(settle, now, stamp, KEYS[k], KEYS[k + 2], KEYS[k + 3], ARGV[i + 2],
+      ARGV[i + 3], tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]),
       tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8]), tonumber(ARGV[i + 9]))
     i = i + 10
   end
@@ -228,7 +241,7 @@ TOPUP = (
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local now = clock(KEYS[3], ARGV[1])
 local packs = redis.call('HINCRBY', KEYS[1], 'packs', tonumber(ARGV[2]))
-ledger(KEYS[2], now, 'topup', '', 0, 0, 0, tonumber(ARGV[2]))
+ledger(KEYS[2], stamp_of(now), 'topup', '', 0, 0, 0, tonumber(ARGV[2]))
 return packs
 """
 )

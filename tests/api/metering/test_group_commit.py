@@ -390,6 +390,36 @@ async def test_redis_a_record_step_that_raises_fails_alone_through_its_own_futur
         await store.close()
 
 
+async def test_redis_record_steps_of_one_call_read_each_key_s_revocation_for_that_key_alone(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The BATCH script reads a key's revocation once per call: every record step of a revoked
+    key in the call is refused, a live key's steps beside them are recorded, and a key revoked
+    between two calls is refused from the next call on."""
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        live, revoked = await new_account(store, "internal"), await new_account(store, "internal")
+        await store.revoke(revoked.key_id)
+        await store.client.script_load(BATCH)  # a fresh Redis would answer NOSCRIPT first
+        writes = recorded_writes(monkeypatch)
+        results = await asyncio.gather(
+            store.record(revoked, "ping", 200, 1),
+            store.record(live, "ping", 200, 1),
+            store.record(revoked, "ping", 200, 1),
+            store.record(live, "ping", 404, 1),
+        )
+        assert [write.count(EVALSHA) for write in writes] == [1]  # one call
+        assert results == [None, UNLIMITED_BALANCE, None, UNLIMITED_BALANCE]
+        assert await store.ledger(revoked.key_id) == []
+        entries = await store.ledger(live.key_id)
+        assert [(e.status, e.tokens) for e in entries] == [(200, 1), (404, 1)]
+        await store.revoke(live.key_id)
+        assert await store.record(live, "ping", 200, 1) is None
+        assert len(await store.ledger(live.key_id)) == 2
+    finally:
+        await store.close()
+
+
 async def admit_again(store: MeteringStore, account: Account) -> Admission:
     return await store.admit(account, "ping", 1)
 
