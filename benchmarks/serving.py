@@ -52,6 +52,8 @@ P99_GOAL = Goal("project", "<", 10.0)
 REDIS_URL = "redis://127.0.0.1:6379/15"
 CEILING = "a waiting-only store (ceiling)"
 """benchmarks.waiting_store_app: the metering middleware over a store that only waits (no work)."""
+REDIS_CEILING = "a Redis round trip only (Redis ceiling)"
+"""benchmarks.waiting_store_app on Redis: the real Redis store's round trip per group, no work."""
 
 
 @dataclass(frozen=True)
@@ -303,13 +305,22 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
             command = waiting_store_command(port, plan.workers, plan.server)
             waiting = stack.enter_context(serving(command, env, port, "/api/v1/ping", log))
             targets.append(Target(f"{route} metering {CEILING}", waiting, ROUTES[route], headers))
+            if "redis" in urls:
+                env = workspace.env(urls["redis"])
+                headers = {"Authorization": f"Bearer {create_key(env)}"}
+                port = free_port()
+                command = waiting_store_command(port, plan.workers, plan.server)
+                trip = stack.enter_context(serving(command, env, port, "/api/v1/ping", log))
+                name = f"{route} metering {REDIS_CEILING}"
+                targets.append(Target(name, trip, ROUTES[route], headers))
             results = measure(targets, plan)
     finally:
         if "redis" in urls:
             redis_cleanup(prefix)
     off = results[f"{route} metering off"]
     figures = []
-    for name in ("sqlite", f"sqlite, {TWO_STEPS}", "redis", f"redis, {TWO_STEPS}", CEILING):
+    stores = ("sqlite", f"sqlite, {TWO_STEPS}", "redis", f"redis, {TWO_STEPS}")
+    for name in (*stores, CEILING, REDIS_CEILING):
         ours = results.get(f"{route} metering {name}")
         details: dict[str, Any] = {
             "project_rounds": _details(ours) if ours else "redis unreachable"

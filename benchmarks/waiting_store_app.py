@@ -1,4 +1,4 @@
-"""The metering ceiling: the real app and metering middleware over a store that only waits.
+"""The metering ceilings: the real app and metering middleware over a store that only waits.
 
 Every durable store makes a metered request wait for each of its steps to commit: a limited
 plan's admit before the route runs and its settle before the response leaves; a plan without
@@ -7,6 +7,12 @@ limits (the benchmark's `internal` key) its one record step before the response 
 iteration as the real stores group their commits) and drops the store's own work, so this app's rate is the best any store
 can reach under this server: the metering figures are read against it as well as against
 metering off. Keys are authenticated through the real SQLite file (`MI_METERING_URL`).
+
+With a `redis://` `MI_METERING_URL`, `RoundTripStore` is the Redis ceiling: the real Redis store's
+grouping, packing, connection and reply handling, one real BATCH call per group, with a script
+that does no work (each step answered "recorded"). Its rate is the best any store with one Redis
+round trip per group can reach under this server and machine, whatever its script does. Record
+steps only (the `internal` key); keys are authenticated through the real Redis store.
 
 Served by `python -m benchmarks.waiting_store_app --port P --workers N`, through `mi serve`'s
 server functions like the bare app.
@@ -33,6 +39,7 @@ from api.metering.model import (
     net_cost,
 )
 from api.metering.plugin import MeteringPlugin
+from api.metering.redis_store import RedisMeteringStore, _Script
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import store_url_from_env
 from api.settings import load_settings
@@ -88,10 +95,38 @@ class WaitingStore(SqliteMeteringStore):
         return self._iteration.next(UNLIMITED_BALANCE)
 
 
+# Each record step (5 arguments from the 6th) answered "recorded", with no read or write.
+NO_WORK_BATCH = """
+local replies = {}
+for n = 1, (#ARGV - 5) / 5 do replies[n] = 'recorded' end
+return table.concat(replies, '\\n')
+"""
+
+
+class RoundTripStore(RedisMeteringStore):
+    """Records every request for free, after one real round trip per group to Redis."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, load_config())
+        self._batch_script = _Script.of(NO_WORK_BATCH)
+
+    async def admit(self, account: Account, route: str, cost: int) -> Admission:
+        raise NotImplementedError("the Redis ceiling serves plans without limits only")
+
+    async def settle(
+        self, charge: Charge, status: int, final: int | None = None
+    ) -> tuple[int, Balance]:
+        raise NotImplementedError("the Redis ceiling serves plans without limits only")
+
+
 def create_app() -> Litestar:
     settings = load_settings(os.environ)
     url = store_url_from_env(os.environ, settings.data_dir)
-    store = WaitingStore(Path(url.removeprefix("sqlite://")))
+    store: SqliteMeteringStore | RedisMeteringStore
+    if url.startswith("redis://"):
+        store = RoundTripStore(url)
+    else:
+        store = WaitingStore(Path(url.removeprefix("sqlite://")))
     return create_api(settings, plugins=[MeteringPlugin(store, store.config)])
 
 

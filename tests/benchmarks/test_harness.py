@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from litestar.testing import TestClient
 
 from api.app import asgi_app
@@ -21,12 +23,14 @@ from benchmarks.figures import Figure, Goal, read_json, table, write_json
 from benchmarks.load import LoadResult, parse_wrk
 from benchmarks.servers import bare_command, create_key, free_port, serving, waiting_store_command
 from benchmarks.serving import (
+    REDIS_URL,
     LoadPlan,
     Target,
     Workspace,
     best,
     best_p99,
     measure,
+    redis_cleanup,
     with_budgeted_plan,
 )
 
@@ -136,6 +140,31 @@ def test_the_ceiling_app_meters_real_keys_and_only_waits(tmp_path: Path) -> None
     assert ok.status_code == 503  # no warehouse in tmp_path: the route's answer, metered
     assert ok.headers["x-tokens-cost"] == "1"  # net of a 503
     assert wrong.status_code == 401
+
+
+def test_the_redis_ceiling_app_meters_real_keys_and_its_batch_call_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """benchmarks.waiting_store_app on a redis:// URL: a key of the real Redis store is served
+    with balance headers after its BATCH call, which writes nothing; a wrong key is refused."""
+    prefix = f"mi:test-ceiling:{uuid.uuid4().hex[:8]}:"
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path / "data")}
+    env["MI_METERING_URL"] = f"{REDIS_URL}?prefix={prefix}"
+    try:
+        key = create_key(env)
+        port = free_port()
+        with serving(waiting_store_command(port, 1, "granian"), env, port, "/api/v1/ping", tmp_path / "log") as server:  # fmt: skip
+            ok = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}"})
+            wrong = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}x"})  # fmt: skip
+        with redis.Redis.from_url(REDIS_URL) as client:
+            written = sorted(name.decode() for name in client.scan_iter(f"{prefix}*"))
+    finally:
+        redis_cleanup(prefix)
+    assert ok.status_code == 503  # no warehouse in tmp_path: the route's answer, metered
+    assert ok.headers["x-tokens-cost"] == "1"  # net of a 503
+    assert wrong.status_code == 401
+    kinds = [name.removeprefix(prefix).split(":")[0] for name in written]
+    assert kinds == ["acct", "clock", "keys"]  # the key's records: no ledger, no counters
 
 
 @pytest.mark.parametrize("path", store_steps.PATHS)
