@@ -8,7 +8,7 @@ iteration as the real stores group their commits) and drops the store's own work
 can reach under this server: the metering figures are read against it as well as against
 metering off. Keys are authenticated through the real SQLite file (`MI_METERING_URL`).
 
-With a `redis://` `MI_METERING_URL`, `RoundTripStore` is the Redis ceiling: the real Redis store's
+With a Redis `MI_METERING_URL` (`redis://`, `rediss://`, `unix://`), `RoundTripStore` is the Redis ceiling: the real Redis store's
 grouping, packing, connection and reply handling, one real BATCH call per group, with a script
 that does no work (each step answered "recorded"). Its rate is the best any store with one Redis
 round trip per group can reach under this server and machine, whatever its script does. Record
@@ -123,7 +123,7 @@ def create_app() -> Litestar:
     settings = load_settings(os.environ)
     url = store_url_from_env(os.environ, settings.data_dir)
     store: SqliteMeteringStore | RedisMeteringStore
-    if url.startswith("redis://"):
+    if url.startswith(("redis://", "rediss://", "unix://")):  # as open_store reads them
         store = RoundTripStore(url)
     else:
         store = WaitingStore(Path(url.removeprefix("sqlite://")))
