@@ -146,7 +146,8 @@ def test_the_redis_ceiling_app_meters_real_keys_and_its_batch_call_writes_nothin
     tmp_path: Path,
 ) -> None:
     """benchmarks.waiting_store_app on a redis:// URL: a key of the real Redis store is served
-    with balance headers after its BATCH call, which writes nothing; a wrong key is refused."""
+    with balance headers, nothing is written beyond the key's own records (no ledger entry, no
+    counters), and a wrong key is refused."""
     prefix = f"mi:test-ceiling:{uuid.uuid4().hex[:8]}:"
     env = {**os.environ, "MI_DATA_DIR": str(tmp_path / "data")}
     env["MI_METERING_URL"] = f"{REDIS_URL}?prefix={prefix}"
