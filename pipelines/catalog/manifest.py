@@ -13,6 +13,14 @@ from pathlib import Path
 # for ETags and caches.
 
 MANIFEST_NAME = "_manifest.json"
+PARTITION_SEPARATOR = "/"
+"""Partition keys are `<market>` or `<market>/<shard>[/<segment>]`: a table partition of one market
+may be split into several files (shards of symbols, time segments of a shard's rows)."""
+
+
+def market_of(key: str) -> str:
+    """The market a partition key belongs to (its first component)."""
+    return key.split(PARTITION_SEPARATOR, 1)[0]
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,18 @@ class Manifest:
 
     def files(self, table: str) -> list[str]:
         return [f.path for _, f in sorted(self.tables.get(table, {}).items())]
+
+    def partitions(self, table: str, market: str) -> dict[str, PartitionFile]:
+        """Every file of one market's partition of `table`, by partition key."""
+        return {
+            key: entry
+            for key, entry in self.tables.get(table, {}).items()
+            if market_of(key) == market
+        }
+
+    def markets(self, table: str) -> list[str]:
+        """The markets `table` holds partitions of, sorted."""
+        return sorted({market_of(key) for key in self.tables.get(table, {})})
 
 
 def read_manifest(warehouse_dir: Path) -> Manifest | None:

@@ -179,18 +179,24 @@ def read_partitions(
     schema; `manifest` pins the version read (default: the current one). LookupError when a
     requested partition is not stored."""
     manifest = manifest if manifest is not None else storage.read_manifest()
-    partitions = manifest.tables.get(table.name, {}) if manifest else {}
-    wanted = sorted(partitions) if markets is None else list(markets)
-    missing = [m for m in wanted if m not in partitions]
+    stored = manifest.markets(table.name) if manifest else []
+    wanted = stored if markets is None else list(markets)
+    missing = [m for m in wanted if m not in stored]
     if missing:
         raise LookupError(
             f"{table.name}: no partition {missing} in the warehouse at {storage.url}; "
             "materialize it first"
         )
-    frames = [
-        table.conform(_frame(t)) for t in read_files(storage, [partitions[m].path for m in wanted])
-    ]
+    paths = [path for market in wanted for path in market_files(manifest, table.name, market)]
+    frames = [table.conform(_frame(t)) for t in read_files(storage, paths)]
     return pl.concat(frames) if frames else table.empty()
+
+
+def market_files(manifest: Manifest | None, table: str, market: str) -> list[str]:
+    """The files of one market's partition of `table`, in partition-key order."""
+    if manifest is None:
+        return []
+    return [entry.path for _, entry in sorted(manifest.partitions(table, market).items())]
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:

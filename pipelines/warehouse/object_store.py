@@ -14,9 +14,17 @@ from typing import Any
 import polars as pl
 
 from pipelines.catalog import MANIFEST_NAME, Manifest, PartitionFile, Table
-from pipelines.catalog.manifest import manifest_from_json, manifest_to_json
+from pipelines.catalog.manifest import PARTITION_SEPARATOR, manifest_from_json, manifest_to_json
 from pipelines.catalog.storage import S3Location, read_partitions
-from pipelines.warehouse.store import DEFAULT_GC_GRACE, check_partition, replace_partition
+from pipelines.warehouse.commits import (
+    CommitConflictError,
+    TableWrite,
+    apply_writes,
+    conflicts,
+    retired_paths,
+)
+from pipelines.warehouse.staging import staged_paths
+from pipelines.warehouse.store import DEFAULT_GC_GRACE, STAGING_DIR, STAGING_TTL, check_partition
 
 # S3 has no rename and no lock, but a PUT is atomic and (AWS since 2024, MinIO, moto) conditional:
 # `If-None-Match: *` creates only when absent, `If-Match: <etag>` replaces only the version read.
@@ -24,9 +32,7 @@ from pipelines.warehouse.store import DEFAULT_GC_GRACE, check_partition, replace
 # another writer committed in between the PUT fails with 412 and the writer starts over from the
 # new manifest. That is the fcntl lock's "no lost updates" without a lock.
 
-
-class CommitConflictError(RuntimeError):
-    """The manifest kept changing under this writer for every one of its attempts."""
+__all__ = ["CommitConflictError", "ObjectCommit", "ObjectWarehouse", "S3Location", "Snapshot"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,20 @@ class ObjectCommit:
     removed: tuple[str, ...]
     attempts: int
     """Manifest PUTs this commit took (more than 1: another writer committed meanwhile)."""
+
+
+@dataclass(frozen=True)
+class ObjectPublished:
+    """What a commit of several writes landed (as `store.Published`)."""
+
+    manifest: Manifest
+    views_refreshed: bool
+    removed: tuple[str, ...]
+    attempts: int
+
+    @property
+    def version(self) -> int:
+        return self.manifest.version
 
 
 @dataclass(frozen=True)
@@ -62,31 +82,56 @@ class ObjectWarehouse:
     gc_grace: timedelta = DEFAULT_GC_GRACE
     max_attempts: int = 100
 
+    @property
+    def storage(self) -> S3Location:
+        return self.location
+
     def write(self, table: Table, market: str, frame: pl.DataFrame) -> ObjectCommit:
-        """Write `frame` as this partition's new object, then commit it to the manifest."""
-        check_partition(table, market, frame)
+        """Write `frame` as this market's only object of `table`, then commit it at once."""
+        entry = self.write_file(table, market, frame)
+        published = self.commit([TableWrite(table.name, market, {market: entry})])
+        return ObjectCommit(
+            table=table.name,
+            market=market,
+            path=f"s3://{self.location.arrow_path(entry.path)}",
+            rows=entry.rows,
+            version=published.version,
+            views_refreshed=True,
+            removed=published.removed,
+            attempts=published.attempts,
+        )
+
+    def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile:
+        """Write `frame` as a new immutable object of `partition`, not yet named by the manifest."""
+        check_partition(table, partition, frame)
         conformed = table.conform(frame)
-        relative = self._write_object(table.name, market, conformed)
+        relative = self._write_object(table.name, partition, conformed)
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        return PartitionFile(path=relative, rows=conformed.height, written_at=now)
+
+    def commit(self, writes: Sequence[TableWrite]) -> ObjectPublished:
+        """Apply every write in one manifest PUT, or none; retried while only the ETag is stale.
+
+        CommitConflictError when a write's base no longer matches (another run changed those
+        partitions), or when the manifest changed under every attempt.
+        """
         client = self.location.client()
         for attempt in range(1, self.max_attempts + 1):
             snapshot = self.snapshot(client)
-            manifest, retired, expired = self._next(snapshot, table.name, market, relative, conformed.height)  # fmt: skip
-            if self._put_manifest(client, snapshot.etag, manifest, retired):
-                removed = self._delete(client, expired)
-                return ObjectCommit(
-                    table=table.name,
-                    market=market,
-                    path=f"s3://{self.location.arrow_path(relative)}",
-                    rows=conformed.height,
-                    version=manifest.version,
-                    views_refreshed=True,
-                    removed=removed,
-                    attempts=attempt,
+            stale = conflicts(snapshot.manifest, writes)
+            if stale:
+                raise CommitConflictError(
+                    f"changed by another run since this one read them: {', '.join(stale)}"
                 )
+            manifest = apply_writes(snapshot.manifest, writes)
+            retired, expired = self._retire(snapshot, manifest)
+            if self._put_manifest(client, snapshot.etag, manifest, retired):
+                return ObjectPublished(manifest, True, self._delete(client, expired), attempt)
             time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+        named = ", ".join(f"{w.table}/{w.market}" for w in writes)
         raise CommitConflictError(
-            f"{table.name}/{market}: the manifest changed under every one of "
-            f"{self.max_attempts} attempts; {relative} was written but not committed"
+            f"{named}: the manifest changed under every one of {self.max_attempts} attempts; "
+            "the objects were written but not committed"
         )
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -107,47 +152,89 @@ class ObjectWarehouse:
         return Snapshot(manifest_from_json(body), reply["ETag"], retired)
 
     def collect_orphans(self, now: float | None = None) -> list[str]:
-        """Delete objects no manifest ever named (crashed writers), once older than the grace."""
+        """Delete objects neither a manifest nor a live run's staging names (crashed writers),
+        once older than the grace; drop dead runs' staging records."""
         client = self.location.client()
+        now = time.time() if now is None else now
         snapshot = self.snapshot(client)
-        known = set(snapshot.retired) | {
-            f.path
-            for parts in (snapshot.manifest.tables if snapshot.manifest else {}).values()
-            for f in parts.values()
-        }
-        cutoff = (time.time() if now is None else now) - self.gc_grace.total_seconds()
-        orphans = []
-        pages = client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.location.bucket, Prefix=self.location.key("")
+        known = (
+            set(snapshot.retired)
+            | self._live_staged(client, now)
+            | {
+                f.path
+                for parts in (snapshot.manifest.tables if snapshot.manifest else {}).values()
+                for f in parts.values()
+            }
         )
-        for page in pages:
-            for item in page.get("Contents", []):
-                relative = item["Key"][len(self.location.key("")) :]
-                if relative.endswith(".parquet") and relative not in known and item["LastModified"].timestamp() < cutoff:  # fmt: skip
-                    orphans.append(relative)
+        cutoff = now - self.gc_grace.total_seconds()
+        orphans = [
+            relative
+            for relative, modified in self._objects(client, "")
+            if relative.endswith(".parquet") and relative not in known and modified < cutoff
+        ]
         return list(self._delete(client, orphans))
 
-    def _next(
-        self, snapshot: Snapshot, table: str, market: str, relative: str, rows: int
-    ) -> tuple[Manifest, dict[str, float], list[str]]:
+    # Staging records: `_staging/<run id>/<step>.json` objects (pipelines.warehouse.staging).
+
+    def put_staging(self, run_id: str, name: str, body: bytes) -> None:
+        self.location.client().put_object(
+            Bucket=self.location.bucket,
+            Key=self.location.key(f"{STAGING_DIR}/{run_id}/{name}.json"),
+            Body=body,
+            ContentType="application/json",
+        )
+
+    def staging_records(self, run_id: str) -> list[bytes]:
+        client = self.location.client()
+        keys = sorted(r for r, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/"))
+        return [
+            client.get_object(Bucket=self.location.bucket, Key=self.location.key(key))[
+                "Body"
+            ].read()
+            for key in keys
+        ]
+
+    def drop_staging(self, run_id: str) -> None:
+        client = self.location.client()
+        keys = [r for r, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/")]
+        self._delete(client, keys)
+
+    def _live_staged(self, client: Any, now: float) -> set[str]:
+        by_run: dict[str, list[tuple[str, float]]] = {}
+        for relative, modified in self._objects(client, f"{STAGING_DIR}/"):
+            by_run.setdefault(relative.split("/")[1], []).append((relative, modified))
+        live: set[str] = set()
+        for records in by_run.values():
+            if now - max(m for _, m in records) > STAGING_TTL.total_seconds():
+                self._delete(client, [r for r, _ in records])
+                continue
+            for relative, _ in records:
+                key = self.location.key(relative)
+                live |= staged_paths(client.get_object(Bucket=self.location.bucket, Key=key)["Body"].read())  # fmt: skip
+        return live
+
+    def _objects(self, client: Any, prefix: str) -> list[tuple[str, float]]:
+        """(path relative to the root, last-modified epoch seconds) of every object under `prefix`."""
+        root = self.location.key("")
+        pages = client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.location.bucket, Prefix=self.location.key(prefix)
+        )
+        return [
+            (item["Key"][len(root) :], item["LastModified"].timestamp())
+            for page in pages
+            for item in page.get("Contents", [])
+        ]
+
+    def _retire(self, snapshot: Snapshot, manifest: Manifest) -> tuple[dict[str, float], list[str]]:
         # Retired files stay listed (with when they were retired) until the grace has passed;
         # those past it leave the list in this commit and are deleted once it has landed.
-        old = snapshot.manifest or Manifest(version=0, updated_at="", tables={})
-        partitions = replace_partition(table, old.tables.get(table, {}), market)
         now = time.time()
         retired = dict(snapshot.retired)
-        for gone in set(old.tables.get(table, {})) - set(partitions) | ({market} & set(partitions)):  # fmt: skip
-            retired[old.tables[table][gone].path] = now
+        for path in retired_paths(snapshot.manifest, manifest):
+            retired[path] = now
         cutoff = now - self.gc_grace.total_seconds()
         expired = [path for path, at in retired.items() if at <= cutoff]
-        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        partitions[market] = PartitionFile(path=relative, rows=rows, written_at=stamp)
-        manifest = Manifest(
-            version=max(old.version + 1, time.time_ns()),
-            updated_at=stamp,
-            tables={**old.tables, table: dict(sorted(partitions.items()))},
-        )
-        return manifest, {p: at for p, at in retired.items() if at > cutoff}, expired
+        return {p: at for p, at in retired.items() if at > cutoff}, expired
 
     def _put_manifest(
         self, client: Any, etag: str | None, manifest: Manifest, retired: dict[str, float]
@@ -168,9 +255,12 @@ class ObjectWarehouse:
             raise
         return True
 
-    def _write_object(self, table: str, market: str, frame: pl.DataFrame) -> str:
+    def _write_object(self, table: str, partition: str, frame: pl.DataFrame) -> str:
         # A PUT is atomic: the object appears complete under its final, never reused name.
-        relative = f"{table}/market={market}/{time.time_ns()}-{secrets.token_hex(4)}.parquet"
+        market, _, rest = partition.partition(PARTITION_SEPARATOR)
+        prefix = rest.replace(PARTITION_SEPARATOR, ".") + "." if rest else ""
+        name = f"{prefix}{time.time_ns()}-{secrets.token_hex(4)}.parquet"
+        relative = f"{table}/market={market}/{name}"
         fs = self.location.filesystem()
         with fs.open_output_stream(self.location.arrow_path(relative)) as stream:
             frame.write_parquet(stream)

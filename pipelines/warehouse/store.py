@@ -1,10 +1,11 @@
-"""The warehouse writer and reader: immutable Parquet files committed through the manifest under a lock."""
+"""The warehouse on a local disk: immutable Parquet files, committed through the manifest under a lock."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -21,14 +22,27 @@ from pipelines.catalog import (
     read_manifest,
     write_manifest,
 )
+from pipelines.catalog.manifest import PARTITION_SEPARATOR, market_of
 from pipelines.catalog.storage import LocalStorage, read_partitions
 from pipelines.warehouse import views
-
-WHOLE_TABLE = "all"
-"""Partition name of a table written by an unpartitioned asset: the file holds every market."""
+from pipelines.warehouse.commits import (
+    WHOLE_TABLE,
+    CommitConflictError,
+    TableWrite,
+    apply_writes,
+    conflicts,
+    retired_paths,
+)
+from pipelines.warehouse.staging import staged_paths
 
 LOCK_NAME = ".lock"
+STAGING_DIR = "_staging"
+"""Runs' staging records: `_staging/<run id>/<step>.json`, naming files not committed yet."""
 DEFAULT_GC_GRACE = timedelta(minutes=10)
+STAGING_TTL = timedelta(hours=6)
+"""A staging record untouched for this long belongs to a run that died: its files may go."""
+
+__all__ = ["WHOLE_TABLE", "Commit", "CommitConflictError", "Published", "Warehouse"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,20 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class Published:
+    """What a commit of several writes landed: the new manifest and what it made obsolete."""
+
+    manifest: Manifest
+    views_refreshed: bool
+    removed: tuple[str, ...]
+    """Files garbage-collected by this commit (paths relative to the root)."""
+
+    @property
+    def version(self) -> int:
+        return self.manifest.version
+
+
+@dataclass(frozen=True)
 class Warehouse:
     """One warehouse directory; `duckdb_path` (optional) gets its views refreshed on every commit."""
 
@@ -54,28 +82,61 @@ class Warehouse:
     gc_grace: timedelta = DEFAULT_GC_GRACE
     views_timeout: float = 10.0
 
+    @property
+    def storage(self) -> LocalStorage:
+        return LocalStorage(self.root)
+
     def write(self, table: Table, market: str, frame: pl.DataFrame) -> Commit:
-        """Write `frame` as this partition's new file, then make it current in the manifest."""
-        check_partition(table, market, frame)
-        conformed = table.conform(frame)
-        relative = self._write_file(table.name, market, conformed)
-        with self._locked():
-            manifest = self._commit(table.name, market, relative, conformed.height)
-            refreshed = self._refresh_views(manifest)
-            removed = self.collect_garbage(manifest)
+        """Write `frame` as this market's only file of `table`, then make it current at once."""
+        entry = self.write_file(table, market, frame)
+        published = self.commit([TableWrite(table.name, market, {market: entry})])
         return Commit(
             table=table.name,
             market=market,
-            path=self.root / relative,
-            rows=conformed.height,
-            version=manifest.version,
+            path=self.root / entry.path,
+            rows=entry.rows,
+            version=published.version,
+            views_refreshed=published.views_refreshed,
+            removed=tuple(self.root / p for p in published.removed),
+        )
+
+    def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile:
+        """Write `frame` (conformed to the catalog) as a new immutable file of `partition`; the
+        manifest does not name it until a commit does."""
+        check_partition(table, partition, frame)
+        conformed = table.conform(frame)
+        relative = self._write_file(table.name, partition, conformed)
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        return PartitionFile(path=relative, rows=conformed.height, written_at=now)
+
+    def commit(self, writes: Sequence[TableWrite]) -> Published:
+        """Apply every write to the manifest in one replacement, or none of them.
+
+        CommitConflictError when a write's base no longer matches the manifest (another run
+        changed those partitions since this one read them).
+        """
+        with self._locked():
+            old = read_manifest(self.root)
+            stale = conflicts(old, writes)
+            if stale:
+                raise CommitConflictError(
+                    f"changed by another run since this one read them: {', '.join(stale)}"
+                )
+            manifest = apply_writes(old, writes)
+            write_manifest(self.root, manifest)
+            for path in retired_paths(old, manifest):
+                _touch(self.root / path)
+            refreshed = self._refresh_views(manifest)
+            removed = self.collect_garbage(manifest)
+        return Published(
+            manifest=manifest,
             views_refreshed=refreshed,
-            removed=tuple(removed),
+            removed=tuple(str(p.relative_to(self.root)) for p in removed),
         )
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), as one frame in catalog schema."""
-        return read_partitions(LocalStorage(self.root), table, markets)
+        return read_partitions(self.storage, table, markets)
 
     def manifest(self) -> Manifest | None:
         return read_manifest(self.root)
@@ -97,11 +158,14 @@ class Warehouse:
             views.refresh_views(self.duckdb_path, self.root, current, timeout=self.views_timeout)
 
     def collect_garbage(self, manifest: Manifest, now: float | None = None) -> list[Path]:
-        """Delete data files the manifest no longer names, once retired for longer than the grace."""
+        """Delete data files neither the manifest nor a live run's staging names, once retired
+        (or written, for a dead run's) for longer than the grace; drop dead runs' staging."""
+        now = time.time() if now is None else now
+        staged = self._drop_dead_staging(now)
         referenced = {
             self.root / f.path for parts in manifest.tables.values() for f in parts.values()
-        }
-        cutoff = (time.time() if now is None else now) - self.gc_grace.total_seconds()
+        } | {self.root / p for p in staged}
+        cutoff = now - self.gc_grace.total_seconds()
         removed = []
         for path in self.root.glob("*/market=*/*"):
             if path in referenced or not path.name.endswith((".parquet", ".tmp")):
@@ -110,33 +174,51 @@ class Warehouse:
                 removed.append(path)
         return removed
 
-    def _write_file(self, table: str, market: str, frame: pl.DataFrame) -> str:
+    # Staging: records of files a run wrote but has not committed yet (pipelines.warehouse.staging).
+
+    def put_staging(self, run_id: str, name: str, body: bytes) -> None:
+        """Store (or replace) one staging record of a run, atomically."""
+        folder = self.root / STAGING_DIR / _safe(run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{_safe(name)}.json"
+        temporary = folder / f".{target.name}.{os.getpid()}.tmp"
+        temporary.write_bytes(body)
+        os.replace(temporary, target)
+
+    def staging_records(self, run_id: str) -> list[bytes]:
+        """Every staging record of a run, in name order."""
+        folder = self.root / STAGING_DIR / _safe(run_id)
+        return [path.read_bytes() for path in sorted(folder.glob("*.json"))]
+
+    def drop_staging(self, run_id: str) -> None:
+        shutil.rmtree(self.root / STAGING_DIR / _safe(run_id), ignore_errors=True)
+
+    def _drop_dead_staging(self, now: float) -> set[str]:
+        """Paths named by live runs' staging records; records of dead runs are deleted."""
+        live: set[str] = set()
+        for folder in (self.root / STAGING_DIR).glob("*"):
+            records = sorted(folder.glob("*.json"))
+            newest = max((r.stat().st_mtime for r in records), default=0.0)
+            if now - newest > STAGING_TTL.total_seconds():
+                shutil.rmtree(folder, ignore_errors=True)
+                continue
+            for record in records:
+                with suppress(FileNotFoundError):
+                    live |= staged_paths(record.read_bytes())
+        return live
+
+    def _write_file(self, table: str, partition: str, frame: pl.DataFrame) -> str:
         # A new, uniquely named file per write: a reader holding the previous file keeps reading it.
+        market, _, rest = partition.partition(PARTITION_SEPARATOR)
         directory = self.root / table / f"market={market}"
         directory.mkdir(parents=True, exist_ok=True)
-        name = f"{time.time_ns()}-{secrets.token_hex(4)}.parquet"
+        prefix = rest.replace(PARTITION_SEPARATOR, ".") + "." if rest else ""
+        name = f"{prefix}{time.time_ns()}-{secrets.token_hex(4)}.parquet"
         temporary = directory / f".{name}.tmp"
         frame.write_parquet(temporary)
         _fsync(temporary)
         os.replace(temporary, directory / name)
         return f"{table}/market={market}/{name}"
-
-    def _commit(self, table: str, market: str, relative: str, rows: int) -> Manifest:
-        old = read_manifest(self.root) or Manifest(version=0, updated_at="", tables={})
-        partitions = replace_partition(table, old.tables.get(table, {}), market)
-        for retired in set(old.tables.get(table, {})) - set(partitions):
-            _touch(self.root / old.tables[table][retired].path)
-        if market in partitions:
-            _touch(self.root / partitions[market].path)
-        now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        partitions[market] = PartitionFile(path=relative, rows=rows, written_at=now)
-        manifest = Manifest(
-            version=max(old.version + 1, time.time_ns()),
-            updated_at=now,
-            tables={**old.tables, table: dict(sorted(partitions.items()))},
-        )
-        write_manifest(self.root, manifest)
-        return manifest
 
     def _refresh_views(self, manifest: Manifest) -> bool:
         if self.duckdb_path is None:
@@ -159,28 +241,21 @@ class Warehouse:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def check_partition(table: Table, market: str, frame: pl.DataFrame) -> None:
-    if not market or "/" in market or market.startswith("."):
-        raise ValueError(f"{table.name}: {market!r} is not a usable partition name")
+def check_partition(table: Table, partition: str, frame: pl.DataFrame) -> None:
+    """Refuse a partition name that is not a path-safe key, and rows of another market."""
+    parts = partition.split(PARTITION_SEPARATOR)
+    if not partition or any(not p or p.startswith(".") or "=" in p for p in parts):
+        raise ValueError(f"{table.name}: {partition!r} is not a usable partition name")
+    market = market_of(partition)
     if market == WHOLE_TABLE or "market" not in frame.columns:
         return
     strays = frame.filter(pl.col("market") != market)["market"].unique().to_list()
     if strays:
-        raise ValueError(f"{table.name}: partition {market!r} holds rows of markets {strays}")
+        raise ValueError(f"{table.name}: partition {partition!r} holds rows of markets {strays}")
 
 
-def replace_partition(
-    table: str, partitions: dict[str, PartitionFile], market: str
-) -> dict[str, PartitionFile]:
-    # A whole-table write replaces every partition; a market write into a whole table would
-    # silently shadow the other markets' rows, so it is refused.
-    if market == WHOLE_TABLE:
-        return {k: v for k, v in partitions.items() if k == WHOLE_TABLE}
-    if WHOLE_TABLE in partitions:
-        raise ValueError(
-            f"{table}: stored whole (partition {WHOLE_TABLE!r}); a market partition cannot join it"
-        )
-    return dict(partitions)
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def _touch(path: Path) -> None:

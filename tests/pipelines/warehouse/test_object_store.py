@@ -6,6 +6,7 @@ writer's PUT is refused (412) and retried; retired objects are deleted only afte
 """
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,8 +20,11 @@ from moto.server import ThreadedMotoServer
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
 from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.warehouse.commits import CommitConflictError
 from pipelines.warehouse.io_manager import WarehouseIOManager
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
+from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.store import STAGING_TTL
 from pipelines.warehouse.views import apply_object_views
 
 from .conftest import instruments_frame
@@ -150,3 +154,46 @@ def test_snapshot_reads_and_garbage_after_the_grace(location: S3Location) -> Non
     assert len(third.removed) == 2
     assert fs.get_file_info(old).type.name == "NotFound"
     assert graceless.read(INSTRUMENTS)["symbol"].to_list() == ["CCC"]
+
+
+def _stage(tx: RunTransaction, market: str, *symbols: str) -> None:
+    entry = tx.write_file(INSTRUMENTS, market, instruments_frame(market, *symbols))
+    tx.stage(INSTRUMENTS.name, market, {market: entry})
+
+
+def test_a_run_commits_its_staged_tables_on_s3_in_one_version(location: S3Location) -> None:
+    warehouse = ObjectWarehouse(location)
+    first = RunTransaction(warehouse, "run-1", "one")
+    _stage(first, "crypto", "AAA")
+    _stage(RunTransaction(warehouse, "run-1", "two"), "forex", "EUR")
+    assert warehouse.manifest() is None
+    published = RunTransaction(warehouse, "run-1", "publish").commit()
+    manifest = warehouse.manifest()
+    assert manifest is not None
+    assert manifest.version == published.version
+    assert manifest.markets(INSTRUMENTS.name) == ["crypto", "forex"]
+    assert warehouse.staging_records("run-1") == []
+
+
+def test_a_stale_run_cannot_commit_over_another_on_s3(location: S3Location) -> None:
+    warehouse = ObjectWarehouse(location)
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "AAA"))
+    slow, fast = RunTransaction(warehouse, "slow", "s"), RunTransaction(warehouse, "fast", "s")
+    _stage(slow, "crypto", "SLOW")
+    _stage(fast, "crypto", "FAST")
+    RunTransaction(warehouse, "fast", "publish").commit()
+    with pytest.raises(CommitConflictError, match="instruments/crypto"):
+        RunTransaction(warehouse, "slow", "publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["FAST"]
+
+
+def test_orphan_collection_keeps_a_live_runs_staged_objects(location: S3Location) -> None:
+    warehouse = ObjectWarehouse(location, gc_grace=timedelta(0))
+    tx = RunTransaction(warehouse, "live", "s")
+    _stage(tx, "crypto", "AAA")
+    staged = location.arrow_path(tx.partitions(INSTRUMENTS.name, "crypto")["crypto"].path)
+    assert warehouse.collect_orphans(now=time.time() + 60) == []
+    assert location.filesystem().get_file_info(staged).size > 0
+    later = time.time() + STAGING_TTL.total_seconds() + 60
+    assert len(warehouse.collect_orphans(now=later)) == 1
+    assert warehouse.staging_records("live") == []

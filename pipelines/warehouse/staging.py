@@ -1,0 +1,141 @@
+"""A run's transaction: steps stage their files, later steps read them, the last step commits them all at once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Protocol
+
+import polars as pl
+
+from pipelines.catalog import Manifest, PartitionFile, Table, WarehouseStorage
+from pipelines.warehouse.commits import TableWrite, fingerprint
+
+# Steps of one run may run in different processes (or hosts, with a distributed executor), so a
+# step's writes are recorded where every step can read them: one JSON record per step under the
+# warehouse root. Nothing a run stages is visible to readers of the manifest until `commit`.
+
+
+class Publication(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+class TableStore(Protocol):
+    """What a transaction needs of a warehouse store (local directory or object storage)."""
+
+    @property
+    def storage(self) -> WarehouseStorage: ...
+
+    def manifest(self) -> Manifest | None: ...
+
+    def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile: ...
+
+    def commit(self, writes: Sequence[TableWrite]) -> Publication: ...
+
+    def put_staging(self, run_id: str, name: str, body: bytes) -> None: ...
+
+    def staging_records(self, run_id: str) -> list[bytes]: ...
+
+    def drop_staging(self, run_id: str) -> None: ...
+
+
+def encode_record(run_id: str, step: str, writes: Sequence[TableWrite]) -> bytes:
+    body = {
+        "run_id": run_id,
+        "step": step,
+        "writes": [
+            {
+                "table": w.table,
+                "market": w.market,
+                "base": w.base,
+                "partitions": {key: asdict(entry) for key, entry in sorted(w.partitions.items())},
+            }
+            for w in writes
+        ],
+    }
+    return json.dumps(body, indent=1).encode()
+
+
+def decode_record(body: bytes) -> list[TableWrite]:
+    raw = json.loads(body)
+    return [
+        TableWrite(
+            table=w["table"],
+            market=w["market"],
+            partitions={key: PartitionFile(**entry) for key, entry in w["partitions"].items()},
+            base=w["base"],
+        )
+        for w in raw["writes"]
+    ]
+
+
+def staged_paths(body: bytes) -> set[str]:
+    """Every file a staging record names (the garbage collector keeps them while the run lives)."""
+    return {entry.path for write in decode_record(body) for entry in write.partitions.values()}
+
+
+class RunTransaction:
+    """One step's view of the warehouse within a run.
+
+    Reads see the run's staged writes (this step's and earlier steps') over the manifest as it was
+    when the transaction opened; writes are staged in this step's record, each remembering the
+    committed partitions it replaces, so that `commit` can refuse to overwrite another run's work.
+    """
+
+    def __init__(self, store: TableStore, run_id: str, step: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.step = step
+        self.manifest = store.manifest()
+        # A step that runs again (a retry) starts over: its own earlier record is not an input.
+        others = [body for body in store.staging_records(run_id) if _step_of(body) != step]
+        self._staged = _by_key(w for body in others for w in decode_record(body))
+        self._own: dict[tuple[str, str], TableWrite] = {}
+
+    def partitions(self, table: str, market: str) -> dict[str, PartitionFile]:
+        """The files of one market's partition of `table` as this run sees it."""
+        staged = self._own.get((table, market)) or self._staged.get((table, market))
+        if staged is not None:
+            return dict(staged.partitions)
+        return self.manifest.partitions(table, market) if self.manifest else {}
+
+    def is_staged(self, table: str, market: str) -> bool:
+        return (table, market) in self._own or (table, market) in self._staged
+
+    def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile:
+        """A new immutable file, not yet named by anything (stage it to keep it)."""
+        return self.store.write_file(table, partition, frame)
+
+    def stage(self, table: str, market: str, partitions: Mapping[str, PartitionFile]) -> None:
+        """Make `partitions` this run's complete set of files of `table` for `market`."""
+        committed = self.manifest.partitions(table, market) if self.manifest else {}
+        if (table, market) in self._staged:
+            raise ValueError(
+                f"{table}/{market} is already staged by another step of run {self.run_id}"
+            )
+        self._own[(table, market)] = TableWrite(
+            table, market, dict(partitions), fingerprint(committed)
+        )
+        self.store.put_staging(self.run_id, self.step, encode_record(self.run_id, self.step, list(self._own.values())))  # fmt: skip
+
+    def commit(self) -> Publication:
+        """Make every table staged by every step of the run current in one manifest commit."""
+        records = [decode_record(body) for body in self.store.staging_records(self.run_id)]
+        writes = [w for record in records for w in record]
+        keys = [(w.table, w.market) for w in writes]
+        doubled = sorted({f"{t}/{m}" for t, m in keys if keys.count((t, m)) > 1})
+        if doubled:
+            raise ValueError(f"run {self.run_id}: staged by more than one step: {doubled}")
+        published = self.store.commit(writes)
+        self.store.drop_staging(self.run_id)
+        return published
+
+
+def _step_of(body: bytes) -> str:
+    return str(json.loads(body)["step"])
+
+
+def _by_key(writes: Any) -> dict[tuple[str, str], TableWrite]:
+    return {(w.table, w.market): w for w in writes}

@@ -1,0 +1,227 @@
+"""A run's transaction: staged files are invisible until the run commits, then every table lands in one version."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.catalog import INSTRUMENTS, PRICE_REJECTS, read_manifest, read_partitions
+from pipelines.warehouse.commits import CommitConflictError, TableWrite
+from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.store import STAGING_TTL, Warehouse
+from tests.pipelines.warehouse.conftest import instruments_frame
+
+
+def rejects_frame(market: str, *reasons: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "market": [market] * len(reasons),
+            "source": ["test"] * len(reasons),
+            "location": [f"line {i}" for i in range(len(reasons))],
+            "record": ["x"] * len(reasons),
+            "reason": list(reasons),
+        }
+    )
+
+
+def stage_instruments(tx: RunTransaction, market: str, *symbols: str) -> None:
+    entry = tx.write_file(INSTRUMENTS, market, instruments_frame(market, *symbols))
+    tx.stage(INSTRUMENTS.name, market, {market: entry})
+
+
+def test_staged_files_are_invisible_to_readers_until_the_run_commits(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    before = read_manifest(warehouse.root)
+    tx = RunTransaction(warehouse, "run-1", "raw_instruments")
+    stage_instruments(tx, "crypto", "BTC", "ETH")
+    assert read_manifest(warehouse.root) == before
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["BTC"]
+    RunTransaction(warehouse, "run-1", "daily_publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["BTC", "ETH"]
+
+
+def test_a_later_step_reads_what_an_earlier_step_of_the_run_staged(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    stage_instruments(RunTransaction(warehouse, "run-1", "first"), "crypto", "SOL")
+    later = RunTransaction(warehouse, "run-1", "second")
+    staged = later.partitions(INSTRUMENTS.name, "crypto")
+    assert pl.read_parquet(warehouse.root / staged["crypto"].path)["symbol"].to_list() == ["SOL"]
+    other_run = RunTransaction(warehouse, "run-2", "second")
+    committed = other_run.partitions(INSTRUMENTS.name, "crypto")
+    assert pl.read_parquet(warehouse.root / committed["crypto"].path)["symbol"].to_list() == ["BTC"]
+
+
+def test_every_table_of_a_run_lands_in_one_manifest_version(warehouse: Warehouse) -> None:
+    first = RunTransaction(warehouse, "run-1", "instruments")
+    stage_instruments(first, "crypto", "BTC")
+    stage_instruments(first, "forex", "EURUSD")
+    second = RunTransaction(warehouse, "run-1", "rejects")
+    entry = second.write_file(PRICE_REJECTS, "crypto", rejects_frame("crypto", "bad"))
+    second.stage(PRICE_REJECTS.name, "crypto", {"crypto": entry})
+    published = RunTransaction(warehouse, "run-1", "publish").commit()
+    manifest = read_manifest(warehouse.root)
+    assert manifest is not None
+    assert manifest.version == published.version
+    assert manifest.markets(INSTRUMENTS.name) == ["crypto", "forex"]
+    assert manifest.markets(PRICE_REJECTS.name) == ["crypto"]
+    assert not (warehouse.root / "_staging" / "run-1").exists()
+
+
+def test_a_retried_step_starts_over_instead_of_reading_its_own_earlier_attempt(
+    warehouse: Warehouse,
+) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    stage_instruments(RunTransaction(warehouse, "run-1", "step"), "crypto", "HALF")
+    retry = RunTransaction(warehouse, "run-1", "step")
+    seen = retry.partitions(INSTRUMENTS.name, "crypto")
+    assert pl.read_parquet(warehouse.root / seen["crypto"].path)["symbol"].to_list() == ["BTC"]
+    stage_instruments(retry, "crypto", "BTC", "ETH")
+    RunTransaction(warehouse, "run-1", "publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["BTC", "ETH"]
+
+
+def test_two_steps_staging_the_same_partition_are_refused(warehouse: Warehouse) -> None:
+    stage_instruments(RunTransaction(warehouse, "run-1", "one"), "crypto", "BTC")
+    with pytest.raises(ValueError, match="already staged by another step"):
+        stage_instruments(RunTransaction(warehouse, "run-1", "two"), "crypto", "ETH")
+
+
+def test_a_run_based_on_partitions_another_run_replaced_cannot_commit(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    slow = RunTransaction(warehouse, "slow", "step")
+    fast = RunTransaction(warehouse, "fast", "step")
+    stage_instruments(fast, "crypto", "FAST")
+    stage_instruments(slow, "crypto", "SLOW")
+    RunTransaction(warehouse, "fast", "publish").commit()
+    before = read_manifest(warehouse.root)
+    with pytest.raises(CommitConflictError, match="instruments/crypto"):
+        RunTransaction(warehouse, "slow", "publish").commit()
+    assert read_manifest(warehouse.root) == before
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["FAST"]
+
+
+@pytest.mark.parametrize("news_first", [True, False])
+def test_runs_writing_disjoint_tables_both_land_whichever_commits_first(
+    warehouse: Warehouse, news_first: bool
+) -> None:
+    daily = RunTransaction(warehouse, "daily", "step")
+    news = RunTransaction(warehouse, "news", "step")
+    stage_instruments(daily, "crypto", "BTC")
+    entry = news.write_file(PRICE_REJECTS, "crypto", rejects_frame("crypto", "late"))
+    news.stage(PRICE_REJECTS.name, "crypto", {"crypto": entry})
+    for run in ("news", "daily") if news_first else ("daily", "news"):
+        RunTransaction(warehouse, run, "publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["BTC"]
+    assert warehouse.read(PRICE_REJECTS)["reason"].to_list() == ["late"]
+
+
+def test_runs_of_different_markets_of_one_table_both_land(warehouse: Warehouse) -> None:
+    crypto = RunTransaction(warehouse, "crypto-run", "step")
+    forex = RunTransaction(warehouse, "forex-run", "step")
+    stage_instruments(crypto, "crypto", "BTC")
+    stage_instruments(forex, "forex", "EURUSD")
+    RunTransaction(warehouse, "forex-run", "publish").commit()
+    RunTransaction(warehouse, "crypto-run", "publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].sort().to_list() == ["BTC", "EURUSD"]
+
+
+def test_a_market_split_into_several_files_reads_as_one_partition(warehouse: Warehouse) -> None:
+    tx = RunTransaction(warehouse, "run", "step")
+    files = {
+        f"crypto/s{i}": tx.write_file(INSTRUMENTS, f"crypto/s{i}", instruments_frame("crypto", s))
+        for i, s in enumerate(["BTC", "ETH", "SOL"])
+    }
+    tx.stage(INSTRUMENTS.name, "crypto", files)
+    RunTransaction(warehouse, "run", "publish").commit()
+    assert read_partitions(warehouse.storage, INSTRUMENTS, ["crypto"])["symbol"].to_list() == [
+        "BTC",
+        "ETH",
+        "SOL",
+    ]
+    manifest = read_manifest(warehouse.root)
+    assert manifest is not None
+    assert sorted(manifest.partitions(INSTRUMENTS.name, "crypto")) == list(files)
+
+
+def test_a_commit_replaces_every_file_of_the_market_it_writes(warehouse: Warehouse) -> None:
+    tx = RunTransaction(warehouse, "first", "step")
+    tx.stage(
+        INSTRUMENTS.name,
+        "crypto",
+        {
+            key: tx.write_file(INSTRUMENTS, key, instruments_frame("crypto", s))
+            for key, s in [("crypto/s0", "BTC"), ("crypto/s1", "ETH")]
+        },
+    )
+    RunTransaction(warehouse, "first", "publish").commit()
+    stage_instruments(RunTransaction(warehouse, "second", "step"), "crypto", "ONE")
+    RunTransaction(warehouse, "second", "publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["ONE"]
+
+
+def test_the_garbage_collector_keeps_what_a_live_run_staged(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path / "warehouse", gc_grace=timedelta(0))
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
+    tx = RunTransaction(warehouse, "long-run", "step")
+    stage_instruments(tx, "crypto", "BTC")
+    staged = warehouse.root / tx.partitions(INSTRUMENTS.name, "crypto")["crypto"].path
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "USDJPY"))  # collects garbage
+    assert staged.exists()
+    RunTransaction(warehouse, "long-run", "publish").commit()
+    assert warehouse.read(INSTRUMENTS, ["crypto"])["symbol"].to_list() == ["BTC"]
+
+
+def test_a_dead_runs_staging_and_files_are_collected(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path / "warehouse", gc_grace=timedelta(0))
+    tx = RunTransaction(warehouse, "dead-run", "step")
+    stage_instruments(tx, "crypto", "BTC")
+    staged = warehouse.root / tx.partitions(INSTRUMENTS.name, "crypto")["crypto"].path
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
+    assert staged.exists()
+    later = staged.stat().st_mtime + STAGING_TTL.total_seconds() + 1
+    current = read_manifest(warehouse.root)
+    assert current is not None
+    warehouse.collect_garbage(current, now=later)
+    assert not staged.exists()
+    assert not (warehouse.root / "_staging" / "dead-run").exists()
+
+
+def test_a_reader_polling_during_commits_sees_each_runs_tables_together(
+    warehouse: Warehouse,
+) -> None:
+    """Each run writes instruments and price_rejects naming its own number; a reader loading the
+    manifest meanwhile must never see one table of run k beside the other of run k-1."""
+    seen: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            manifest = read_manifest(warehouse.root)
+            if manifest and INSTRUMENTS.name in manifest.tables:
+                symbols = read_partitions(warehouse.storage, INSTRUMENTS, ["crypto"], manifest)
+                reasons = read_partitions(warehouse.storage, PRICE_REJECTS, ["crypto"], manifest)
+                seen.append((symbols["symbol"][0], reasons["reason"][0]))
+
+    reader = threading.Thread(target=poll)
+    reader.start()
+    try:
+        for k in range(25):
+            tx = RunTransaction(warehouse, f"run-{k}", "step")
+            stage_instruments(tx, "crypto", f"R{k}")
+            entry = tx.write_file(PRICE_REJECTS, "crypto", rejects_frame("crypto", f"R{k}"))
+            tx.stage(PRICE_REJECTS.name, "crypto", {"crypto": entry})
+            tx.commit()
+    finally:
+        done.set()
+        reader.join()
+    assert seen, "the reader never saw a version"
+    assert all(symbol == reason for symbol, reason in seen), [p for p in seen if p[0] != p[1]]
+
+
+def test_a_write_keyed_outside_its_market_is_refused() -> None:
+    with pytest.raises(ValueError, match="not partitions of 'crypto'"):
+        TableWrite("instruments", "crypto", {"forex/s0": None})  # type: ignore[dict-item]
