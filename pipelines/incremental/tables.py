@@ -1,0 +1,158 @@
+"""Reading and rewriting a shard's files within a run: whole-shard snapshot tables and time-segmented series.
+
+A snapshot table (one row or a few per symbol: indicator snapshots, backtests, state) has one file
+per shard; a run rewrites the file of a shard whose symbols changed. A series table (one row per
+symbol and day: daily prices, trend history) has one file per shard and time segment — a closed
+year (`2025`) or a month of the newest year (`2026-03`) — so that a new day rewrites one small
+file, and the months of a year are merged into the year's file once the next year begins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date
+
+import polars as pl
+import pyarrow.dataset as ds
+
+from pipelines.catalog import LocalStorage, PartitionFile, Table, WarehouseStorage
+from pipelines.incremental.shards import Shard
+from pipelines.warehouse.staging import RunTransaction
+
+EVERYTHING = date(1, 1, 1)
+"""A cutoff that replaces every row of a symbol (a full recompute, or a symbol removed)."""
+
+
+def scan(storage: WarehouseStorage, entries: Iterable[PartitionFile], table: Table) -> pl.LazyFrame:
+    """The files' rows as one lazy frame in catalog schema (no file: an empty frame)."""
+    paths = [entry.path for entry in entries]
+    if not paths:
+        return table.empty().lazy()
+    if isinstance(storage, LocalStorage):
+        return pl.scan_parquet([storage.arrow_path(p) for p in paths])
+    dataset = ds.dataset(
+        [storage.arrow_path(p) for p in paths], filesystem=storage.filesystem(), format="parquet"
+    )
+    return pl.scan_pyarrow_dataset(dataset)
+
+
+def by_shard(partitions: Mapping[str, PartitionFile]) -> dict[Shard, dict[str, PartitionFile]]:
+    """A market's partition keys grouped by the shard they belong to (unsharded keys are left out)."""
+    grouped: dict[Shard, dict[str, PartitionFile]] = {}
+    for key, entry in partitions.items():
+        shard = Shard.parse(key)
+        if shard is not None:
+            grouped.setdefault(shard, {})[key] = entry
+    return grouped
+
+
+def order(table: Table) -> list[str]:
+    """The columns a file of `table` is sorted by: its key without the market."""
+    return [c for c in table.key if c != "market"]
+
+
+def rewrite_snapshot(
+    tx: RunTransaction,
+    table: Table,
+    shard: Shard,
+    stored: Mapping[str, PartitionFile],
+    rows: pl.DataFrame,
+    replaced: Iterable[str],
+) -> dict[str, PartitionFile]:
+    """The shard's new file: stored rows of symbols not in `replaced`, plus `rows`."""
+    gone = pl.Series(list(replaced), dtype=pl.String)
+    kept = scan(tx.store.storage, stored.values(), table).filter(
+        ~pl.col("symbol").is_in(gone.implode())
+    )
+    frame = pl.concat([kept.collect(), table.conform(rows)], how="vertical_relaxed").sort(
+        order(table)
+    )
+    return {shard.key: tx.write_file(table, shard.key, frame)}
+
+
+def segment_key(day: date, newest_year: int) -> str:
+    """`YYYY` for a day of a closed year, `YYYY-MM` for a day of the newest year."""
+    return f"{day.year}" if day.year < newest_year else f"{day:%Y-%m}"
+
+
+def segment_start(segment: str) -> date:
+    """The first day a segment key covers."""
+    return date(int(segment[:4]), int(segment[5:7]) if len(segment) > 4 else 1, 1)
+
+
+def segment_end(segment: str) -> date:
+    """The last day a segment key covers."""
+    if len(segment) == 4:
+        return date(int(segment), 12, 31)
+    start = segment_start(segment)
+    following = date(start.year + (start.month == 12), start.month % 12 + 1, 1)
+    return date.fromordinal(following.toordinal() - 1)
+
+
+def _segments_of(days: pl.Expr, newest_year: int) -> pl.Expr:
+    return (
+        pl.when(days.dt.year() < newest_year)
+        .then(days.dt.strftime("%Y"))
+        .otherwise(days.dt.strftime("%Y-%m"))
+    )
+
+
+def upsert_series(
+    tx: RunTransaction,
+    table: Table,
+    shard: Shard,
+    stored: Mapping[str, PartitionFile],
+    rows: pl.DataFrame,
+    cutoffs: Mapping[str, date],
+) -> dict[str, PartitionFile]:
+    """The shard's new segment files: each symbol of `cutoffs` loses its stored rows dated on or
+    after its cutoff, `rows` are added; only segments that change are rewritten.
+
+    `rows` must hold only dates on or after their symbol's cutoff (a symbol without a cutoff only
+    adds days after its stored ones).
+    """
+    rows = table.conform(rows)
+    segments = {key.rsplit("/", 1)[1]: entry for key, entry in stored.items()}
+    years = [int(segment[:4]) for segment in segments]
+    newest_row = rows["date"].max()
+    if isinstance(newest_row, date):
+        years.append(newest_row.year)
+    if not years:
+        return {}
+    newest = max(years)
+    # Stored segments by the segment they belong to now (the months of a year that has closed
+    # since they were written are merged into that year's file).
+    sources: dict[str, list[str]] = {}
+    for segment in segments:
+        sources.setdefault(segment_key(segment_start(segment), newest), []).append(segment)
+    tagged = rows.with_columns(_segment=_segments_of(pl.col("date"), newest))
+    first_cut = min(cutoffs.values(), default=None)
+    affected = set(tagged["_segment"].unique().to_list()) | {
+        target
+        for target, found in sources.items()
+        if found != [target] or (first_cut is not None and first_cut <= segment_end(target))
+    }
+    out = {
+        f"{shard.key}/{segment}": segments[segment]
+        for target, found in sources.items()
+        if target not in affected
+        for segment in found
+    }
+    cut = pl.DataFrame(
+        {"symbol": list(cutoffs), "_cutoff": list(cutoffs.values())},
+        schema={"symbol": pl.String, "_cutoff": pl.Date},
+    )
+    for target in sorted(affected):
+        kept = (
+            scan(tx.store.storage, [segments[s] for s in sources.get(target, [])], table)
+            .join(cut.lazy(), on="symbol", how="left")
+            .filter(pl.col("_cutoff").is_null() | (pl.col("date") < pl.col("_cutoff")))
+            .drop("_cutoff")
+            .collect()
+        )
+        added = tagged.filter(pl.col("_segment") == target).drop("_segment")
+        frame = pl.concat([table.conform(kept), added]).sort(order(table))
+        if frame.height:
+            key = f"{shard.key}/{target}"
+            out[key] = tx.write_file(table, key, frame)
+    return out

@@ -1,0 +1,146 @@
+"""Series tables rewrite only the segments a run changes; snapshot tables replace the symbols it recomputed."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS
+from pipelines.incremental.shards import Shard
+from pipelines.incremental.tables import (
+    EVERYTHING,
+    rewrite_snapshot,
+    scan,
+    segment_end,
+    upsert_series,
+)
+from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.store import Warehouse
+
+SHARD = Shard("crypto", 0, 1)
+
+
+def bars(symbol: str, first: date, days: int, close: float = 1.0) -> pl.DataFrame:
+    dates = [first + timedelta(days=i) for i in range(days)]
+    return pl.DataFrame(
+        {
+            "market": "crypto",
+            "symbol": symbol,
+            "date": dates,
+            "timestamp": [(d - date(1970, 1, 1)).days * 86_400_000 for d in dates],
+            "open": close,
+            "high": close,
+            "low": close,
+            "close": close,
+            "volume": 1.0,
+            "source": "test",
+        }
+    )
+
+
+@pytest.fixture
+def tx(tmp_path: Path) -> RunTransaction:
+    return RunTransaction(Warehouse(tmp_path / "warehouse"), "run", "step")
+
+
+def contents(tx: RunTransaction, files: dict) -> pl.DataFrame:  # type: ignore[type-arg]
+    return scan(tx.store.storage, files.values(), DAILY_PRICES).collect().sort("symbol", "date")
+
+
+def test_closed_years_are_one_segment_and_the_newest_year_is_split_by_month(
+    tx: RunTransaction,
+) -> None:
+    files = upsert_series(tx, DAILY_PRICES, SHARD, {}, bars("BTC", date(2025, 12, 30), 40), {})
+    assert sorted(files) == ["crypto/s0of1/2025", "crypto/s0of1/2026-01", "crypto/s0of1/2026-02"]
+
+
+def test_a_new_day_rewrites_only_its_month(tx: RunTransaction) -> None:
+    first = upsert_series(tx, DAILY_PRICES, SHARD, {}, bars("BTC", date(2025, 6, 1), 300), {})
+    second = upsert_series(tx, DAILY_PRICES, SHARD, first, bars("BTC", date(2026, 3, 28), 1), {})
+    changed = [key for key in second if second[key] != first.get(key)]
+    assert changed == ["crypto/s0of1/2026-03"]
+    assert contents(tx, second).height == 301
+
+
+def test_a_cutoff_replaces_a_symbols_rows_from_that_day_and_leaves_others(
+    tx: RunTransaction,
+) -> None:
+    stored = upsert_series(
+        tx,
+        DAILY_PRICES,
+        SHARD,
+        {},
+        pl.concat([bars("BTC", date(2026, 1, 1), 60), bars("ETH", date(2026, 1, 1), 60)]),
+        {},
+    )
+    revised = bars("BTC", date(2026, 2, 1), 29, close=2.0)
+    files = upsert_series(tx, DAILY_PRICES, SHARD, stored, revised, {"BTC": date(2026, 2, 1)})
+    frame = contents(tx, files)
+    btc = frame.filter(pl.col("symbol") == "BTC")
+    assert btc.height == 60
+    assert btc.filter(pl.col("date") >= date(2026, 2, 1))["close"].unique().to_list() == [2.0]
+    assert frame.filter(pl.col("symbol") == "ETH")["close"].unique().to_list() == [1.0]
+    assert files["crypto/s0of1/2026-01"] == stored["crypto/s0of1/2026-01"]
+
+
+def test_a_symbol_cut_from_the_beginning_is_removed_everywhere(tx: RunTransaction) -> None:
+    stored = upsert_series(
+        tx,
+        DAILY_PRICES,
+        SHARD,
+        {},
+        pl.concat([bars("BTC", date(2024, 1, 1), 800), bars("ETH", date(2026, 1, 1), 5)]),
+        {},
+    )
+    files = upsert_series(
+        tx, DAILY_PRICES, SHARD, stored, DAILY_PRICES.empty(), {"BTC": EVERYTHING}
+    )
+    assert contents(tx, files)["symbol"].unique().to_list() == ["ETH"]
+    assert sorted(files) == ["crypto/s0of1/2026-01"]
+
+
+def test_the_months_of_a_year_merge_into_its_file_once_the_next_year_begins(
+    tx: RunTransaction,
+) -> None:
+    stored = upsert_series(tx, DAILY_PRICES, SHARD, {}, bars("BTC", date(2025, 10, 1), 92), {})
+    assert sorted(stored) == [
+        "crypto/s0of1/2025-10",
+        "crypto/s0of1/2025-11",
+        "crypto/s0of1/2025-12",
+    ]
+    files = upsert_series(tx, DAILY_PRICES, SHARD, stored, bars("BTC", date(2026, 1, 1), 1), {})
+    assert sorted(files) == ["crypto/s0of1/2025", "crypto/s0of1/2026-01"]
+    assert contents(tx, files).equals(bars("BTC", date(2025, 10, 1), 93).pipe(DAILY_PRICES.conform))
+
+
+def test_any_sequence_of_upserts_equals_writing_the_final_rows_at_once(tx: RunTransaction) -> None:
+    final = pl.concat([bars("BTC", date(2025, 11, 1), 120), bars("ETH", date(2025, 12, 15), 80)])
+    files: dict = {}  # type: ignore[type-arg]
+    for day in range(0, 120, 17):
+        cut = date(2025, 11, 1) + timedelta(days=day)
+        chunk = final.filter(pl.col("date") >= cut, pl.col("date") < cut + timedelta(days=17))
+        files = upsert_series(tx, DAILY_PRICES, SHARD, files, chunk, {})
+    assert contents(tx, files).equals(DAILY_PRICES.conform(final).sort("symbol", "date"))
+
+
+def test_segment_end_is_the_last_day_of_the_year_or_month() -> None:
+    assert segment_end("2025") == date(2025, 12, 31)
+    assert segment_end("2024-02") == date(2024, 2, 29)
+    assert segment_end("2025-12") == date(2025, 12, 31)
+
+
+def test_a_snapshot_rewrite_replaces_the_recomputed_symbols_only(tx: RunTransaction) -> None:
+    def rows(*symbols: str, name: str = "old") -> pl.DataFrame:
+        return pl.DataFrame(
+            {"market": "crypto", "symbol": list(symbols), "name": name, "logo": "x", "source": "t"}
+        )
+
+    stored = rewrite_snapshot(tx, INSTRUMENTS, SHARD, {}, rows("BTC", "ETH", "SOL"), [])
+    files = rewrite_snapshot(
+        tx, INSTRUMENTS, SHARD, stored, rows("ETH", name="new"), ["ETH", "SOL"]
+    )
+    frame = scan(tx.store.storage, files.values(), INSTRUMENTS).collect()
+    assert frame.select("symbol", "name").rows() == [("BTC", "old"), ("ETH", "new")]
