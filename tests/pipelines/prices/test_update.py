@@ -13,7 +13,7 @@ from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS
 from pipelines.catalog.state import PRICE_STATE
 from pipelines.incremental.tables import scan
 from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
-from pipelines.prices.update import Request, update_market
+from pipelines.prices.update import MarketPrices, Request, update_market
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
 
@@ -56,7 +56,7 @@ def run(
     through: date,
     run_id: str,
     **options: object,
-) -> tuple[pl.DataFrame, pl.DataFrame, object]:
+) -> tuple[pl.DataFrame, pl.DataFrame, MarketPrices]:
     tx = RunTransaction(warehouse, run_id, "prices")
     request = Request("crypto", symbols, through, **options)  # type: ignore[arg-type]
     result = update_market(tx, source, request)
@@ -89,7 +89,7 @@ def test_a_first_run_loads_every_history_and_stops_at_the_day(warehouse: Warehou
         ("BTC", day(0), day(2), 3),
         ("ETH", day(0), day(1), 2),
     ]
-    assert sorted(result.reloaded) == ["BTC", "ETH"]  # type: ignore[attr-defined]
+    assert sorted(result.reloaded) == ["BTC", "ETH"]
 
 
 def test_a_new_day_fetches_from_the_newest_stored_bar_and_keeps_the_history_id(
@@ -102,7 +102,7 @@ def test_a_new_day_fetches_from_the_newest_stored_bar_and_keeps_the_history_id(
     assert prices["close"].to_list() == [1.0, 2.0, 3.0, 4.0]
     assert after["history_id"].to_list() == before["history_id"].to_list()
     assert after["bars"].to_list() == [4]
-    assert result.appended == ["BTC"]  # type: ignore[attr-defined]
+    assert result.appended == ["BTC"]
 
 
 def test_a_revised_bar_reloads_that_symbol_with_a_new_history_id_only(warehouse: Warehouse) -> None:
@@ -115,8 +115,8 @@ def test_a_revised_bar_reloads_that_symbol_with_a_new_history_id_only(warehouse:
     new_ids = dict(zip(after["symbol"], after["history_id"], strict=True))
     assert new_ids["BTC"] != ids["BTC"]
     assert new_ids["ETH"] == ids["ETH"]
-    assert result.reloaded == ["BTC"]  # type: ignore[attr-defined]
-    assert result.appended == ["ETH"]  # type: ignore[attr-defined]
+    assert result.reloaded == ["BTC"]
+    assert result.appended == ["ETH"]
 
 
 def test_a_symbol_no_longer_listed_is_removed_and_a_new_one_loaded_whole(
@@ -128,7 +128,7 @@ def test_a_symbol_no_longer_listed_is_removed_and_a_new_one_loaded_whole(
     assert sorted(state["symbol"]) == ["BTC", "SOL"]
     assert prices.filter(pl.col("symbol") == "SOL").height == 3
     assert "LUNA" not in prices["symbol"].to_list()
-    assert result.removed == ["LUNA"]  # type: ignore[attr-defined]
+    assert result.removed == ["LUNA"]
     assert (("SOL",), None) in source.calls
 
 
@@ -138,9 +138,10 @@ def test_a_re_fetched_bar_equal_to_the_stored_one_changes_nothing(warehouse: War
     before = warehouse.manifest()
     _, _, result = run(warehouse, source, ["BTC"], day(1), "r2")
     after = warehouse.manifest()
-    assert before is not None and after is not None
+    assert before is not None
+    assert after is not None
     assert after.partitions("daily_prices", "crypto") == before.partitions("daily_prices", "crypto")
-    assert result.appended == result.reloaded == []  # type: ignore[attr-defined]
+    assert result.appended == result.reloaded == []
 
 
 def test_a_backfill_re_fetches_from_its_first_day_and_finds_older_revisions(
@@ -152,7 +153,7 @@ def test_a_backfill_re_fetches_from_its_first_day_and_finds_older_revisions(
     prices, _, result = run(warehouse, source, ["BTC"], day(3), "r2", since=day(1))
     assert source.calls[-1] == (("BTC",), day(1))
     assert prices["close"].to_list() == [1.0, 20.0, 3.0, 4.0]
-    assert result.reloaded == ["BTC"]  # type: ignore[attr-defined]
+    assert result.reloaded == ["BTC"]
 
 
 def test_a_change_of_shard_count_rebuilds_the_market_in_the_new_layout(
