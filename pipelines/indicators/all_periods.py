@@ -2,10 +2,8 @@
 
 Windowed members come from sums and running extremes over the bars counted back from each
 symbol's last bar (one cumulative pass serves every window length). Recursive members (EMA, RSI,
-ATR, ADX) run one loop over days whose state is a (symbols x periods) array: period n is seeded
-on its own row (TA-Lib's seed) and only the periods already seeded take part in a step, which is
-a prefix of the period axis because periods are sorted. MACD and OBV do not depend on the period.
-See docs/indicators.md ("Every period at once").
+ATR, ADX, MACD, OBV) are `recursive.advance` from an empty state over the whole history, then
+`recursive.latest`. See docs/indicators.md ("Every period at once").
 """
 
 from __future__ import annotations
@@ -16,12 +14,11 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from pipelines.indicators import kernels
+from pipelines.indicators import recursive
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
 from pipelines.indicators.kernels import Panel
 from pipelines.indicators.panel import (
     BBANDS_DEVIATIONS,
-    MACD_PERIODS,
     PERIOD_MAX,
     PERIOD_MIN,
     STOCH_SMOOTHING,
@@ -31,9 +28,6 @@ from pipelines.indicators.panel import (
 
 Grid = NDArray[np.float64]
 """(symbols, periods) float64: column i is period PERIOD_MIN + i; NaN = no value."""
-
-SYMBOL_CHUNK = 128
-"""Symbols per pass of the recursive loop: keeps the (chunk x periods) states in cache."""
 
 _STOCH_OFFSETS = 5
 """Bars back from the last one whose fast %K the slow %K and %D of the last bar need."""
@@ -150,134 +144,23 @@ def windowed(p: Panels, count: int) -> dict[str, Grid]:
     return out
 
 
-def _zero_first(x: Panel) -> Panel:
-    """Row 0 (no previous bar) as 0, so cumulative sums from row 1 are TA-Lib's seed sums."""
-    out = x.copy()
-    out[0] = 0.0
-    return out
-
-
-class _Recursions:
-    """The loop over days for one chunk of symbols: EMA, RSI, ATR and ADX states per period."""
-
-    def __init__(self, close: Panel, high: Panel, low: Panel, count: int) -> None:
-        self.count = count
-        self.close = close
-        change = np.diff(close, axis=0, prepend=np.nan)
-        gain = _zero_first(np.where(change > 0.0, change, 0.0))
-        loss = _zero_first(np.where(change < 0.0, -change, 0.0))
-        plus, minus = kernels.directional_movement(high, low)
-        tr = _zero_first(kernels.true_range(high, low, close))
-        self.gain_loss = np.stack([gain, loss])  # (2, rows, symbols)
-        self.dm_tr = np.stack([_zero_first(plus), _zero_first(minus), tr])  # (3, rows, symbols)
-        self.tr = tr
-        self.sums_close = np.cumsum(close, axis=0)
-        self.sums_gain_loss = np.cumsum(self.gain_loss, axis=1)
-        self.sums_tr = np.cumsum(tr, axis=0)
-        self.sums_dm_tr = np.cumsum(self.dm_tr, axis=1)
-        shape = (close.shape[1], count)
-        self.n = np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.float64)
-        self.ema = np.full(shape, np.nan)
-        self.wilder = np.full((2, *shape), np.nan)  # smoothed gain, loss
-        self.atr = np.full(shape, np.nan)
-        self.dm_sums = np.full((3, *shape), np.nan)  # Wilder sums of +DM, -DM, TR
-        self.adx = np.full(shape, np.nan)
-        self.dx_total = np.zeros(shape)
-
-    def step(self, t: int) -> None:
-        """Advance every seeded period to row t and seed the periods whose seed row is t."""
-        n = self.n
-        # Period index i is n = i + 2. EMA: recursion for n <= t, seed n = t + 1 (row n - 1).
-        a = min(max(t - 1, 0), self.count)
-        state = self.ema[:, :a]
-        state += (self.close[t][:, None] - state) * (2.0 / (n[:a] + 1.0))
-        if 1 <= t <= self.count:
-            self.ema[:, t - 1] = self.sums_close[t] / (t + 1)
-        # RSI, ATR: recursion for n < t, seed n = t (rows 1..n).
-        a = min(max(t - 2, 0), self.count)
-        w = self.wilder[:, :, :a]
-        w *= n[:a] - 1.0
-        w += self.gain_loss[:, t, :, None]
-        w /= n[:a]
-        w = self.atr[:, :a]
-        w *= n[:a] - 1.0
-        w += self.tr[t][:, None]
-        w /= n[:a]
-        if 2 <= t < self.count + 2:
-            self.wilder[:, :, t - 2] = self.sums_gain_loss[:, t] / t
-            self.atr[:, t - 2] = self.sums_tr[t] / t
-        self._adx_step(t)
-
-    def _adx_step(self, t: int) -> None:
-        n = self.n
-        # Wilder sums: recursion for n <= t, seed n = t + 1 (sum of rows 1..n-1).
-        a = min(max(t - 1, 0), self.count)
-        s = self.dm_sums[:, :, :a]
-        s -= s / n[:a]
-        s += self.dm_tr[:, t, :, None]
-        if 1 <= t <= self.count:
-            self.dm_sums[:, :, t - 1] = self.sums_dm_tr[:, t]
-        if a == 0:
-            return
-        plus, minus = s[0], s[1]
-        total = plus + minus
-        with np.errstate(invalid="ignore", divide="ignore"):
-            dx = np.abs(minus - plus) / total
-        dx *= 100.0
-        undefined = total == 0.0
-        # ADX: recursion for 2n - 1 < t; DX summed for n <= t <= 2n - 1; seeded on t = 2n - 1.
-        r = min(max(t // 2 - 1, 0), a)
-        adx = self.adx[:, :r]
-        updated = (adx * (n[:r] - 1.0) + dx[:, :r]) / n[:r]
-        np.copyto(adx, updated, where=~undefined[:, :r])
-        self.dx_total[:, r:a] += np.where(undefined[:, r:a], 0.0, dx[:, r:a])
-        i = (t + 1) // 2 - 2
-        if t % 2 == 1 and 0 <= i < self.count:
-            self.adx[:, i] = self.dx_total[:, i] / n[i]
-
-    def latest(self) -> dict[str, Grid]:
-        g, loss = self.wilder
-        total = g + loss
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rsi = 100.0 * (g / total)
-        rsi[total == 0.0] = 0.0
-        return {"ema": self.ema, "rsi": rsi, "atr": self.atr, "adx": self.adx}
-
-
-def recursive(p: Panels, count: int, chunk: int = SYMBOL_CHUNK) -> dict[str, Grid]:
-    """EMA, RSI, ATR and ADX of each symbol's last bar for every period (one loop over days)."""
-    symbols = len(p.lengths)
-    out = {name: np.full((symbols, count), np.nan) for name in ("ema", "rsi", "atr", "adx")}
-    for first in range(0, symbols, chunk):
-        columns = slice(first, min(first + chunk, symbols))
-        lengths = p.lengths[columns]
-        rows = int(lengths.max())
-        loop = _Recursions(
-            p.close[:rows, columns], p.high[:rows, columns], p.low[:rows, columns], count
-        )
-        ends = {int(t): np.flatnonzero(lengths - 1 == t) for t in np.unique(lengths - 1)}
-        for t in range(rows):
-            loop.step(t)
-            if t in ends:
-                for name, grid in loop.latest().items():
-                    out[name][first + ends[t]] = grid[ends[t]]
+def _recursive_members(p: Panels, count: int) -> dict[str, Grid]:
+    """EMA, RSI, ATR, ADX (every period) and MACD, OBV (repeated) from each symbol's first bar."""
+    periods = np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.int64)
+    symbols = np.arange(len(p.lengths)).astype(np.str_)
+    offsets = np.concatenate([[0], np.cumsum(p.lengths)]).astype(np.int64)
+    close, high, low, volume = (p.to_long(x) for x in (p.close, p.high, p.low, p.volume))
+    state = recursive.advance(recursive.empty(symbols, periods), close, high, low, volume, offsets)
+    out = recursive.latest(state)
+    for name in ("macd_line", "macd_signal", "macd_histogram", "obv"):
+        out[name] = np.repeat(out[name][:, None], count, axis=1)
     return out
 
 
 def latest_all_periods(p: Panels, max_period: int = PERIOD_MAX) -> dict[str, Grid]:
     """Every flat member (FLAT_MEMBERS) of each symbol's last bar, periods PERIOD_MIN..max_period."""
     count = max_period - PERIOD_MIN + 1
-    out = windowed(p, count) | recursive(p, count)
-    last = (p.lengths - 1, np.arange(len(p.lengths)))
-    line, signal, histogram = kernels.macd(p.close, *MACD_PERIODS)
-    obv = kernels.obv(p.close, p.volume)
-    for name, panel in (
-        ("macd_line", line),
-        ("macd_signal", signal),
-        ("macd_histogram", histogram),
-        ("obv", obv),
-    ):
-        out[name] = np.repeat(panel[last][:, None], count, axis=1)
+    out = windowed(p, count) | _recursive_members(p, count)
     return {name: out[name] for name in FLAT_MEMBERS}
 
 
