@@ -20,16 +20,27 @@ def trend_history(bars: pl.DataFrame) -> pl.DataFrame:
 
     `bars` are daily OHLCV rows (DAILY_PRICES columns) of one market sorted by symbol then date.
     """
+    return trend_history_with_machines(bars)[0]
+
+
+def trend_history_with_machines(bars: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`trend_history`, and each symbol's labelling state after its last bar (`symbol`,
+    `machine_state`, `machine_pending`, `machine_run`) for a later run to carry on from."""
     p = to_panels(bars, ("symbol",))
     s = method.signals(p.high, p.low, p.close)
-    labels = method.label(s.signal, p.lengths)
+    labels, machine = method.label_with_machines(s.signal, p.lengths)
+    machines = p.keys.select("symbol").with_columns(
+        machine_state=pl.Series(machine[:, 0]),
+        machine_pending=pl.Series(machine[:, 1]),
+        machine_run=pl.Series(machine[:, 2]),
+    )
     segments = method.segment_ids(labels, p.lengths)
     signal = p.to_long(s.signal)
     by_state = np.asarray(
         [method.LABELS[state] for state in (method.DOWN, method.NEUTRAL, method.UP)]
     )
     history = bars.select("market", "symbol", "date", "timestamp", pl.col("close").alias("price"))
-    return history.with_columns(
+    history = history.with_columns(
         trend=pl.Series(by_state[_ints(p, labels) + 1]),
         strength=pl.Series(np.asarray(method.STRENGTHS)[method.strength(signal)]),
         signal=pl.Series(signal),
@@ -38,6 +49,7 @@ def trend_history(bars: pl.DataFrame) -> pl.DataFrame:
         long_term_average=pl.Series(p.to_long(s.long)),
         segment=pl.Series(_ints(p, segments)),
     )
+    return history, machines
 
 
 def _with_end_bars(history: pl.DataFrame) -> pl.DataFrame:

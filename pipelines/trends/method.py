@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -91,23 +92,103 @@ def wanted(state: States, signal: NDArray[np.float64]) -> States:
 def label(signal: Panel, lengths: NDArray[np.int64]) -> States:
     """The trend of every bar: hysteresis, then CONFIRM_BARS confirmation backdated to the run's
     start. Column j holds a symbol's lengths[j] bars from row 0."""
+    return label_with_machines(signal, lengths)[0]
+
+
+def label_with_machines(
+    signal: Panel, lengths: NDArray[np.int64]
+) -> tuple[States, NDArray[np.int64]]:
+    """`label`, and each symbol's labelling state after its last bar ((symbols, 3): state,
+    pending, run), from which a later run carries on."""
     rows, width = signal.shape
     labels = np.zeros((rows, width), np.int8)
-    state = np.zeros(width, np.int8)
-    pending = np.zeros(width, np.int8)
-    run = np.zeros(width, np.int64)
-    for t in range(rows):
-        want = wanted(state, signal[t])
+    machines = np.zeros((width, 3), np.int64)
+    for j in range(width):
+        column = np.zeros(rows, np.int8)
+        machine = new_machine()
+        advance(signal[: lengths[j], j], column, 0, machine)
+        labels[:, j] = column
+        machines[j] = machine
+    return _start_in_first_trend(labels, lengths), machines
+
+
+def new_machine() -> NDArray[np.int64]:
+    """The labelling state before a symbol's first bar: neutral, nothing pending."""
+    return np.array([NEUTRAL, NEUTRAL, 0], np.int64)
+
+
+def advance(
+    signal: NDArray[np.float64],
+    labels: NDArray[np.int8],
+    start: int,
+    machine: NDArray[np.int64],
+) -> None:
+    """Label rows `start`.. of `labels` from `signal` (same length), carrying `machine`
+    ([state, pending, run] after row start-1, updated in place). Rows before `start` hold the
+    labels given so far; a confirmation may rewrite the last CONFIRM_BARS-1 of them."""
+    _advance(signal, labels, start, machine, ENTER, EXIT, CONFIRM_BARS)
+
+
+@numba.njit(cache=True)
+def _wanted_one(state: int, signal: float, enter: float, exit_: float) -> int:
+    if state == UP:
+        return DOWN if signal <= -enter else (NEUTRAL if signal < exit_ else UP)
+    if state == DOWN:
+        return UP if signal >= enter else (NEUTRAL if signal > -exit_ else DOWN)
+    return UP if signal >= enter else (DOWN if signal <= -enter else NEUTRAL)
+
+
+@numba.njit(cache=True)
+def _advance(
+    signal: NDArray[np.float64],
+    labels: NDArray[np.int8],
+    start: int,
+    machine: NDArray[np.int64],
+    enter: float,
+    exit_: float,
+    confirm: int,
+) -> None:  # pragma: no cover - compiled; covered through `advance` and `label`
+    state, pending, run = machine[0], machine[1], machine[2]
+    for t in range(start, len(signal)):
+        want = _wanted_one(state, signal[t], enter, exit_)
         changed = want != state
-        continuing = changed & (want == pending)
-        run = np.where(continuing, run + 1, np.where(changed, 1, 0))
-        pending = np.where(changed, want, state)
-        for j in np.flatnonzero(run >= CONFIRM_BARS):
-            labels[t - CONFIRM_BARS + 1 : t, j] = want[j]
-            state[j] = want[j]
-            run[j] = 0
+        run = run + 1 if changed and want == pending else (1 if changed else 0)
+        pending = want if changed else state
+        if run >= confirm:
+            for r in range(t - confirm + 1, t):
+                labels[r] = want
+            state = want
+            run = 0
         labels[t] = state
-    return _start_in_first_trend(labels, lengths)
+    machine[0], machine[1], machine[2] = state, pending, run
+
+
+def window_mean_at(x: NDArray[np.float64], first_row: int, row: int, n: int) -> float:
+    """`average(x, n)` on absolute row `row`, from `x` holding rows `first_row`.. of a series:
+    the same additions in the same order as the block method (so the same bits), reading only the
+    rows it needs (row - 2n + 1 on; from row 0 before the window fills)."""
+    return float(_window_mean_at(x, first_row, row, n))
+
+
+@numba.njit(cache=True)
+def _window_mean_at(
+    x: NDArray[np.float64], first_row: int, row: int, n: int
+) -> float:  # pragma: no cover
+    if row < n - 1:  # the expanding mean of the first rows: a cumulative sum from row 0
+        total = x[0 - first_row]
+        for k in range(1, row + 1):
+            total = total + x[k - first_row]
+        return total / (row + 1)
+    block = (row // n) * n
+    prefix = x[block - first_row]
+    for k in range(block + 1, row + 1):
+        prefix = x[k - first_row] + prefix
+    if row % n == n - 1:
+        return prefix / n
+    suffix = x[block - 1 - first_row]
+    for k in range(block - 2, row - n, -1):
+        suffix = x[k - first_row] + suffix
+    return (prefix + suffix) / n
 
 
 def _start_in_first_trend(labels: States, lengths: NDArray[np.int64]) -> States:

@@ -1,0 +1,215 @@
+"""Trend tables updated from carried state: new bars are labelled where the last run left off.
+
+A symbol's labelling state (`method.advance`) is kept after its last bar. A new run recomputes the
+signal of the last CONFIRM_BARS - 1 stored bars and of the new ones from the trailing window (with
+the block method's exact additions, `method.window_mean_at`), relabels them from that state (a
+confirmation may relabel those stored bars), renumbers their segments, and recomputes the segments
+from the last one no new bar can change. A symbol with fewer than `MATURE_BARS` bars is computed
+whole (the warm-up rule may still relabel its first bars, and its window is not full).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numba
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
+from pipelines.trends import method
+from pipelines.trends.frames import trend_history_with_machines, trend_segments
+
+REWRITABLE = method.CONFIRM_BARS - 1
+"""Stored bars a new bar can relabel (a confirmation is backdated onto them)."""
+CONTEXT_BARS = 2 * method.LONG_WINDOW + method.CONFIRM_BARS
+"""Stored bars an append reads again: the block sums of its first relabelled bar reach 2n - 1
+rows back, and that row's true range needs the close before it."""
+MATURE_BARS = CONTEXT_BARS
+"""A symbol with fewer stored bars is computed whole."""
+MACHINE = ("machine_state", "machine_pending", "machine_run")
+_CODE = {"up": method.UP, "neutral": method.NEUTRAL, "down": method.DOWN}
+_NAMES = np.asarray(["down", "neutral", "up"])
+"""Label name by code + 1."""
+
+
+def full_tables(
+    bars: pl.DataFrame, last_updated: int
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(trend_history, trend_segments, state rows) of `bars`' symbols, from their first bar."""
+    history, machines = trend_history_with_machines(bars)
+    segments = trend_segments(history, last_updated)
+    totals = history.group_by("symbol").agg(bars=pl.len())
+    return history, segments, _state(history, history, totals, machines)
+
+
+def append_tables(
+    state: pl.DataFrame,
+    bars: pl.DataFrame,
+    tail: pl.DataFrame,
+    stored_segments: pl.DataFrame,
+    last_updated: int,
+) -> tuple[pl.DataFrame, dict[str, date], pl.DataFrame, pl.DataFrame]:
+    """(trend_history rows from each symbol's first relabelled bar, each symbol's cutoff day,
+    every trend_segments row of the symbols, their new state rows).
+
+    `state`: TREND_STATE rows of symbols with at least MATURE_BARS bars; `bars`: each symbol's
+    stored bars from its `context_start` (CONTEXT_BARS of them) and its new bars; `tail`: its stored
+    trend_history rows from `final_segment_start`; `stored_segments`: its trend_segments rows.
+    """
+    state, bars, tail = (
+        state.sort("symbol"),
+        bars.sort("symbol", "date"),
+        tail.sort("symbol", "date"),
+    )
+    machines = state.select(MACHINE).to_numpy().astype(np.int64)
+    emitted = _emitted(state, bars, tail, machines)
+    first = emitted.group_by("symbol").agg(_first=pl.col("date").min())
+    older = tail.join(first, on="symbol").filter(pl.col("date") < pl.col("_first"))
+    rows = pl.concat([TREND_HISTORY.conform(older), emitted]).sort("symbol", "date")
+    finals = state.select("symbol", "final_segment")
+    recomputed = trend_segments(rows, last_updated).join(finals, on="symbol")
+    kept = stored_segments.join(finals, on="symbol").filter(
+        pl.col("segment") < pl.col("final_segment")
+    )
+    segments = pl.concat(
+        [
+            TREND_SEGMENTS.conform(kept.with_columns(last_updated=pl.lit(last_updated, pl.Int64))),
+            TREND_SEGMENTS.conform(recomputed.filter(pl.col("segment") >= pl.col("final_segment"))),
+        ]
+    ).sort("symbol", "segment")
+    new_bars = bars.group_by("symbol").len().join(state.select("symbol", "bars"), on="symbol")
+    totals = new_bars.select("symbol", bars=pl.col("bars") + pl.col("len") - CONTEXT_BARS)
+    machine_rows = state.select("symbol").with_columns(
+        **{name: pl.Series(machines[:, i]) for i, name in enumerate(MACHINE)}
+    )
+    cutoffs = dict(first.iter_rows())
+    return emitted, cutoffs, segments, _state(rows, bars, totals, machine_rows)
+
+
+def _state(
+    rows: pl.DataFrame, bars: pl.DataFrame, totals: pl.DataFrame, machines: pl.DataFrame
+) -> pl.DataFrame:
+    """State rows after the symbols' last bars: `rows` are trend_history rows reaching back to the
+    final segment's start, `bars` reach back CONTEXT_BARS bars (or to the first), `totals` counts
+    every bar of each symbol."""
+    from_end = pl.int_range(pl.len(), 0, -1).over("symbol")
+    final = rows.filter(from_end == REWRITABLE + 1).select("symbol", final_segment="segment")
+    firsts = rows.filter(from_end > REWRITABLE + 1).group_by("symbol").agg(pl.col("segment").min())
+    final = pl.concat(
+        [final, firsts.join(final, on="symbol", how="anti").rename({"segment": "final_segment"})]
+    )
+    starts = (
+        rows.join(final, on="symbol")
+        .filter(pl.col("segment") == pl.col("final_segment"))
+        .group_by("symbol")
+        .agg(final_segment_start=pl.col("date").min())
+    )
+    context = (
+        bars.filter(from_end <= CONTEXT_BARS)
+        .group_by("symbol")
+        .agg(context_start=pl.col("date").min())
+    )
+    spans = rows.group_by("market", "symbol").agg(last_date=pl.col("date").max())
+    return (
+        spans.join(totals, on="symbol")
+        .join(final, on="symbol")
+        .join(starts, on="symbol")
+        .join(context, on="symbol")
+        .join(machines, on="symbol")
+        .sort("symbol")
+    )
+
+
+def _emitted(
+    state: pl.DataFrame, bars: pl.DataFrame, tail: pl.DataFrame, machines: NDArray[np.int64]
+) -> pl.DataFrame:
+    """The last REWRITABLE stored bars and the new ones: averages, signal, label and segment;
+    `machines` ends in each symbol's state after its last bar."""
+    lengths = bars.group_by("symbol", maintain_order=True).len()["len"].to_numpy()
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    emit_from = CONTEXT_BARS - REWRITABLE
+    out_offsets = np.concatenate([[0], np.cumsum(lengths - emit_from)]).astype(np.int64)
+    # The newest final bar (segment anchor) and the REWRITABLE bars after it, as stored.
+    anchors = tail.filter(pl.int_range(pl.len(), 0, -1).over("symbol") <= REWRITABLE + 1)
+    codes = anchors["trend"].replace_strict(_CODE, return_dtype=pl.Int8).to_numpy()
+    short, mid, long_, signal, labels = _relabel(
+        bars["close"].to_numpy(),
+        bars["high"].to_numpy(),
+        bars["low"].to_numpy(),
+        offsets,
+        (state["bars"].to_numpy() - CONTEXT_BARS).astype(np.int64),
+        emit_from,
+        np.ascontiguousarray(codes.reshape(-1, REWRITABLE + 1)[:, 1:]),
+        machines,
+        out_offsets,
+    )
+    anchor = anchors.group_by("symbol", maintain_order=True).first()
+    emitted = (
+        bars.filter(pl.int_range(pl.len()).over("symbol") >= emit_from)
+        .select("market", "symbol", "date", "timestamp", price="close")
+        .with_columns(
+            _code=pl.Series(labels),
+            signal=pl.Series(signal),
+            short_term_average=pl.Series(short),
+            mid_term_average=pl.Series(mid),
+            long_term_average=pl.Series(long_),
+            trend=pl.Series(_NAMES[labels.astype(np.int64) + 1]),
+            strength=pl.Series(np.asarray(method.STRENGTHS)[method.strength(signal)]),
+        )
+        .join(anchor.select("symbol", _anchor="trend", _segment="segment"), on="symbol")
+    )
+    previous = pl.col("trend").shift(1).over("symbol").fill_null(pl.col("_anchor"))
+    changes = (pl.col("trend") != previous).cast(pl.Int64).cum_sum().over("symbol")
+    return TREND_HISTORY.conform(emitted.with_columns(segment=pl.col("_segment") + changes))
+
+
+@numba.njit(cache=True)
+def _relabel(
+    close: NDArray[np.float64],
+    high: NDArray[np.float64],
+    low: NDArray[np.float64],
+    offsets: NDArray[np.int64],
+    first_rows: NDArray[np.int64],
+    emit_from: int,
+    stored_labels: NDArray[np.int8],
+    machines: NDArray[np.int64],
+    out_offsets: NDArray[np.int64],
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.int8],
+]:  # pragma: no cover - compiled; covered through append_tables
+    total = out_offsets[-1]
+    short, mid, long_, signal = np.empty(total), np.empty(total), np.empty(total), np.empty(total)
+    labels = np.empty(total, np.int8)
+    kept = stored_labels.shape[1]
+    for j in range(len(offsets) - 1):
+        lo, hi = offsets[j], offsets[j + 1]
+        c, h, lw = close[lo:hi], high[lo:hi], low[lo:hi]
+        tr = h - lw
+        for k in range(1, hi - lo):
+            tr[k] = max(max(tr[k], abs(h[k] - c[k - 1])), abs(lw[k] - c[k - 1]))
+        base, a0 = out_offsets[j], first_rows[j]
+        for k in range(emit_from, hi - lo):
+            i, t = base + k - emit_from, a0 + k
+            short[i] = method._window_mean_at(c, a0, t, method.SHORT_WINDOW)
+            mid[i] = method._window_mean_at(c, a0, t, method.MID_WINDOW)
+            long_[i] = method._window_mean_at(c, a0, t, method.LONG_WINDOW)
+            atr = method._window_mean_at(tr, a0, t, method.ATR_WINDOW)
+            signal[i] = 0.0 if atr == 0.0 else (short[i] - mid[i]) / atr
+        own = labels[base : out_offsets[j + 1]]
+        own[:kept] = stored_labels[j]
+        method._advance(
+            signal[base : out_offsets[j + 1]],
+            own,
+            kept,
+            machines[j],
+            method.ENTER,
+            method.EXIT,
+            method.CONFIRM_BARS,
+        )
+    return short, mid, long_, signal, labels
