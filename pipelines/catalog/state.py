@@ -61,5 +61,84 @@ def files_read(name: str, what: str) -> Table:
 PRICE_FILES = files_read("price_files", "Price")
 NEWS_FILES = files_read("news_files", "News feed")
 
-STATE_TABLES: dict[str, Table] = {t.name: t for t in (PRICE_STATE, PRICE_FILES, NEWS_FILES)}
+TREND_STATE = Table(
+    name="trend_state",
+    description="Per symbol: the trend labelling state after its last bar, and its last final segment.",
+    columns=(
+        *STATE_COLUMNS,
+        Column("machine_state", pl.Int64(), "the label in force: 1 up, 0 neutral, -1 down"),
+        Column("machine_pending", pl.Int64(), "the label wanted on the last bar"),
+        Column("machine_run", pl.Int64(), "bars in a row it has been wanted"),
+        Column(
+            "final_segment",
+            pl.Int64(),
+            "segment of the newest bar no later bar can relabel (CONFIRM_BARS - 1 before the last)",
+        ),
+        Column("final_segment_start", pl.Date(), "the first day of that segment"),
+        Column(
+            "context_start",
+            pl.Date(),
+            "the first of the last bars the next run reads again (2 x 200 + 5 of them)",
+        ),
+    ),
+    key=("market", "symbol"),
+)
+
+INDICATOR_PERIODS = 364
+"""Periods 2..365 of `indicator_snapshots`: the width of every per-period state column."""
+INDICATOR_SCALARS: tuple[str, ...] = (
+    "prev_close",
+    "prev_high",
+    "prev_low",
+    "close_sum",
+    "gain_sum",
+    "loss_sum",
+    "tr_sum",
+    "plus_dm_sum",
+    "minus_dm_sum",
+    "macd_fast",
+    "macd_slow",
+    "macd_signal",
+    "macd_fast_sum",
+    "macd_signal_sum",
+    "obv",
+)
+INDICATOR_GRIDS: tuple[str, ...] = (
+    "ema",
+    "avg_gain",
+    "avg_loss",
+    "atr",
+    "plus_dm",
+    "minus_dm",
+    "tr",
+    "adx",
+    "dx_total",
+)
+
+INDICATOR_STATE = Table(
+    name="indicator_state",
+    description=(
+        "Per symbol: the recursive indicators' state after its last bar (pipelines/indicators/"
+        "recursive.py): running sums, MACD and OBV, and per period EMA, Wilder averages and ADX."
+    ),
+    columns=(
+        *STATE_COLUMNS,
+        Column(
+            "context_start", pl.Date(), "the first of the last 370 bars the next run reads again"
+        ),
+        *(
+            Column(name, pl.Float64(), "recursion state (NaN until seeded)")
+            for name in INDICATOR_SCALARS
+        ),
+        *(
+            Column(name, pl.Array(pl.Float64, INDICATOR_PERIODS), "per-period recursion state")
+            for name in INDICATOR_GRIDS
+        ),
+    ),
+    key=("market", "symbol"),
+)
+
+STATE_TABLES: dict[str, Table] = {
+    t.name: t for t in (PRICE_STATE, PRICE_FILES, NEWS_FILES, TREND_STATE, INDICATOR_STATE)
+}
 """Every internal table by name (domain states register here as they are defined)."""

@@ -8,8 +8,6 @@ from types import ModuleType
 
 import polars as pl
 
-from pipelines.catalog.state import STATE_COLUMNS
-
 APPEND = "append"
 FULL = "full"
 UNCHANGED = "unchanged"
@@ -66,10 +64,3 @@ def symbol_modes(
         pl.when(appending).then(pl.col("_last")).alias("last_date"),
         pl.when(appending).then(pl.col("_bars")).alias("bars"),
     ).sort("symbol")
-
-
-def state_columns(version: str, prices: pl.DataFrame) -> pl.DataFrame:
-    """The bookkeeping columns of new state rows, from the price_state rows they were computed
-    from (`market`, `symbol`, `history_id`, `last_date`, `bars`)."""
-    names = [c.name for c in STATE_COLUMNS]
-    return prices.with_columns(code_version=pl.lit(version)).select(names)

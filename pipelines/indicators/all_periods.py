@@ -144,36 +144,56 @@ def windowed(p: Panels, count: int) -> dict[str, Grid]:
     return out
 
 
-def _recursive_members(p: Panels, count: int) -> dict[str, Grid]:
-    """EMA, RSI, ATR, ADX (every period) and MACD, OBV (repeated) from each symbol's first bar."""
+def recursive_state(
+    p: Panels, count: int = PERIOD_MAX - PERIOD_MIN + 1
+) -> recursive.RecursiveState:
+    """The recursive members' state after each panel symbol's last bar, from its first bar."""
     periods = np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.int64)
-    symbols = np.arange(len(p.lengths)).astype(np.str_)
+    symbols = np.asarray(p.keys[p.keys.columns[0]].cast(pl.String).to_list(), dtype=np.str_)
     offsets = np.concatenate([[0], np.cumsum(p.lengths)]).astype(np.int64)
     close, high, low, volume = (p.to_long(x) for x in (p.close, p.high, p.low, p.volume))
-    state = recursive.advance(recursive.empty(symbols, periods), close, high, low, volume, offsets)
+    return recursive.advance(recursive.empty(symbols, periods), close, high, low, volume, offsets)
+
+
+def _recursive_members(state: recursive.RecursiveState, count: int) -> dict[str, Grid]:
+    """EMA, RSI, ATR, ADX (every period) and MACD, OBV (repeated) on each symbol's last bar."""
     out = recursive.latest(state)
     for name in ("macd_line", "macd_signal", "macd_histogram", "obv"):
         out[name] = np.repeat(out[name][:, None], count, axis=1)
     return out
 
 
-def latest_all_periods(p: Panels, max_period: int = PERIOD_MAX) -> dict[str, Grid]:
-    """Every flat member (FLAT_MEMBERS) of each symbol's last bar, periods PERIOD_MIN..max_period."""
+def latest_all_periods(
+    p: Panels,
+    max_period: int = PERIOD_MAX,
+    state: recursive.RecursiveState | None = None,
+) -> dict[str, Grid]:
+    """Every flat member (FLAT_MEMBERS) of each symbol's last bar, periods PERIOD_MIN..max_period.
+
+    The windowed members read each symbol's last PERIOD_MAX + 5 bars of `p`; the recursive ones
+    come from `state` (its rows in `p`'s symbol order), or from the whole of `p` when None.
+    """
     count = max_period - PERIOD_MIN + 1
-    out = windowed(p, count) | _recursive_members(p, count)
+    carried = state if state is not None else recursive_state(p, count)
+    out = windowed(p, count) | _recursive_members(carried, count)
     return {name: out[name] for name in FLAT_MEMBERS}
 
 
 def all_periods_frame(
-    bars: pl.DataFrame, by: Sequence[str] = ("symbol",), max_period: int = PERIOD_MAX
+    bars: pl.DataFrame,
+    by: Sequence[str] = ("symbol",),
+    max_period: int = PERIOD_MAX,
+    state: recursive.RecursiveState | None = None,
 ) -> pl.DataFrame:
     """One row per (symbol, period): the keys `by`, `period`, the last bar's `date` (and
     `timestamp` when the bars have one), and FLAT_MEMBERS; null where the window is not filled.
 
-    `bars` are daily OHLCV rows sorted by `by` then date.
+    `bars` are daily OHLCV rows sorted by `by` then date: every bar of each symbol, or with
+    `state` (the recursive members after each symbol's last bar, in the same symbol order) at
+    least its last PERIOD_MAX + 5.
     """
     p = to_panels(bars, by)
-    grids = latest_all_periods(p, max_period)
+    grids = latest_all_periods(p, max_period, state)
     count = max_period - PERIOD_MIN + 1
     symbol_of_row = np.repeat(np.arange(len(p.lengths)), count)
     last = [c for c in ("date", "timestamp") if c in bars.columns]

@@ -1,0 +1,117 @@
+"""A domain's run over one market: shard by shard, only the symbols whose mode is not `unchanged`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from pipelines.catalog import DAILY_PRICES, PartitionFile, Table
+from pipelines.catalog.state import PRICE_STATE
+from pipelines.incremental.modes import APPEND, FULL, REMOVED, UNCHANGED, symbol_modes
+from pipelines.incremental.shards import Shard
+from pipelines.incremental.tables import by_shard, scan
+from pipelines.warehouse.staging import RunTransaction
+
+Files = dict[str, PartitionFile]
+
+
+@dataclass(frozen=True)
+class ShardWork:
+    """What a domain is given for one shard: the modes, the prices' state, its own stored state and
+    files, and the run's transaction to read bars and write files through."""
+
+    tx: RunTransaction
+    shard: Shard
+    modes: pl.DataFrame
+    """symbol, mode, and for `append` the state's last_date and bars (the new bars come after)."""
+    prices: pl.DataFrame
+    """price_state rows of the shard's listed symbols."""
+    state: pl.DataFrame
+    """The domain's stored state rows of the shard (empty when its layout changed)."""
+    stored: Mapping[str, Files]
+    """The shard's stored files of every table the domain writes, by table name."""
+
+    def symbols(self, *modes: str) -> list[str]:
+        return self.modes.filter(pl.col("mode").is_in(list(modes)))["symbol"].to_list()
+
+    def bars(
+        self, symbols: Sequence[str], since: Mapping[str, object] | None = None
+    ) -> pl.DataFrame:
+        """Stored bars of `symbols` (this run's, when it wrote prices), sorted by symbol and date;
+        with `since`, each symbol's bars from its day on (a symbol not in `since`: all)."""
+        files = by_shard(self.tx.partitions(DAILY_PRICES.name, self.shard.market)).get(
+            self.shard, {}
+        )
+        wanted = pl.Series(list(symbols), dtype=pl.String)
+        frame = scan(self.tx.store.storage, files.values(), DAILY_PRICES).filter(
+            pl.col("symbol").is_in(wanted.implode())
+        )
+        if since:
+            cut = pl.DataFrame(
+                {"symbol": list(since), "_since": list(since.values())},
+                schema={"symbol": pl.String, "_since": pl.Date},
+            )
+            frame = (
+                frame.join(cut.lazy(), on="symbol", how="left")
+                .filter(pl.col("_since").is_null() | (pl.col("date") >= pl.col("_since")))
+                .drop("_since")
+            )
+        return frame.collect().sort("symbol", "date")
+
+
+@dataclass
+class DomainRun:
+    """What one domain did in one market: symbols per mode, files written."""
+
+    market: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys((APPEND, FULL, UNCHANGED, REMOVED), 0))  # fmt: skip
+    shards_written: int = 0
+    shards_kept: int = 0
+
+
+Update = Callable[[ShardWork], Mapping[str, Files]]
+"""A domain's work on one shard: the shard's new files of every table it writes."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A domain that carries per-symbol state: the tables it writes and how it updates a shard."""
+
+    name: str
+    tables: tuple[Table, ...]
+    """Every table it writes, its state table included."""
+    state: Table
+    version: Callable[[], str]
+    """The code version its state is computed with (a change recomputes every symbol)."""
+    update: Update
+
+
+def run_market(tx: RunTransaction, market: str, domain: Domain, full: bool = False) -> DomainRun:
+    """Run the domain's update on every shard of `market` with something to do, then stage each
+    table's complete set of files (shards left alone keep theirs)."""
+    state_table, version, update = domain.state, domain.version(), domain.update
+    prices = by_shard(tx.partitions(PRICE_STATE.name, market))
+    stored = {t.name: by_shard(tx.partitions(t.name, market)) for t in domain.tables}
+    result = DomainRun(market)
+    out: dict[str, Files] = {t.name: {} for t in domain.tables}
+    for shard in sorted(prices):
+        price_state = scan(tx.store.storage, prices[shard].values(), PRICE_STATE).collect()
+        own = {name: shards.get(shard, {}) for name, shards in stored.items()}
+        state = scan(tx.store.storage, own[state_table.name].values(), state_table).collect()
+        modes = symbol_modes(price_state, state, version, full)
+        for mode, count in modes.group_by("mode").len().iter_rows():
+            result.counts[mode] += count
+        if modes.filter(pl.col("mode") != UNCHANGED).is_empty():
+            result.shards_kept += 1
+            for name in out:
+                out[name] |= own[name]
+            continue
+        written = update(ShardWork(tx, shard, modes, price_state, state, own))
+        result.shards_written += 1
+        for name in out:
+            out[name] |= written.get(name, own[name])
+    for name, files in out.items():
+        tx.stage(name, market, files)
+    return result
