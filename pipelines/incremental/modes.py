@@ -12,6 +12,7 @@ APPEND = "append"
 FULL = "full"
 UNCHANGED = "unchanged"
 REMOVED = "removed"
+MODES = (APPEND, FULL, UNCHANGED, REMOVED)
 
 
 def code_version(*modules: ModuleType) -> str:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, PartitionFile, Table
 from pipelines.catalog.state import PRICE_STATE
-from pipelines.incremental.modes import APPEND, FULL, REMOVED, UNCHANGED, symbol_modes
+from pipelines.incremental.modes import MODES, UNCHANGED, symbol_modes
 from pipelines.incremental.shards import Shard
-from pipelines.incremental.tables import by_shard, scan
+from pipelines.incremental.tables import by_shard, read_symbols, scan
 from pipelines.warehouse.staging import RunTransaction
 
 Files = dict[str, PartitionFile]
@@ -36,29 +37,18 @@ class ShardWork:
     def symbols(self, *modes: str) -> list[str]:
         return self.modes.filter(pl.col("mode").is_in(list(modes)))["symbol"].to_list()
 
-    def bars(
-        self, symbols: Sequence[str], since: Mapping[str, object] | None = None
-    ) -> pl.DataFrame:
+    def bars(self, symbols: Sequence[str], since: Mapping[str, date] | None = None) -> pl.DataFrame:
         """Stored bars of `symbols` (this run's, when it wrote prices), sorted by symbol and date;
         with `since`, each symbol's bars from its day on (a symbol not in `since`: all)."""
-        files = by_shard(self.tx.partitions(DAILY_PRICES.name, self.shard.market)).get(
-            self.shard, {}
-        )
-        wanted = pl.Series(list(symbols), dtype=pl.String)
-        frame = scan(self.tx.store.storage, files.values(), DAILY_PRICES).filter(
-            pl.col("symbol").is_in(wanted.implode())
-        )
-        if since:
-            cut = pl.DataFrame(
-                {"symbol": list(since), "_since": list(since.values())},
-                schema={"symbol": pl.String, "_since": pl.Date},
-            )
-            frame = (
-                frame.join(cut.lazy(), on="symbol", how="left")
-                .filter(pl.col("_since").is_null() | (pl.col("date") >= pl.col("_since")))
-                .drop("_since")
-            )
-        return frame.collect().sort("symbol", "date")
+        prices = by_shard(self.tx.partitions(DAILY_PRICES.name, self.shard.market))
+        files = prices.get(self.shard, {})
+        return read_symbols(self.tx.store.storage, DAILY_PRICES, files, symbols, since)
+
+    def stored_rows(
+        self, table: Table, symbols: Sequence[str], since: Mapping[str, date] | None = None
+    ) -> pl.DataFrame:
+        """The shard's stored rows of one of the domain's own tables, for `symbols` (by `since`)."""
+        return read_symbols(self.tx.store.storage, table, self.stored[table.name], symbols, since)
 
 
 @dataclass
@@ -66,7 +56,7 @@ class DomainRun:
     """What one domain did in one market: symbols per mode, files written."""
 
     market: str
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys((APPEND, FULL, UNCHANGED, REMOVED), 0))  # fmt: skip
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
     shards_written: int = 0
     shards_kept: int = 0
 

@@ -156,3 +156,32 @@ def upsert_series(
             key = f"{shard.key}/{target}"
             out[key] = tx.write_file(table, key, frame)
     return out
+
+
+def stored_rows(tx: RunTransaction, table: Table, market: str) -> pl.DataFrame:
+    """Every row of one market's partition of `table`, as this run sees it (small tables)."""
+    return scan(tx.store.storage, tx.partitions(table.name, market).values(), table).collect()
+
+
+def read_symbols(
+    storage: WarehouseStorage,
+    table: Table,
+    files: Mapping[str, PartitionFile],
+    symbols: Iterable[str],
+    since: Mapping[str, date] | None = None,
+) -> pl.DataFrame:
+    """The files' rows of `symbols`, sorted by the table's order; with `since`, each symbol's rows
+    dated on or after its day (a symbol not in `since`: all of its rows)."""
+    wanted = pl.Series(list(symbols), dtype=pl.String)
+    frame = scan(storage, files.values(), table).filter(pl.col("symbol").is_in(wanted.implode()))
+    if since:
+        cut = pl.DataFrame(
+            {"symbol": list(since), "_since": list(since.values())},
+            schema={"symbol": pl.String, "_since": pl.Date},
+        )
+        frame = (
+            frame.join(cut.lazy(), on="symbol", how="left")
+            .filter(pl.col("_since").is_null() | (pl.col("date") >= pl.col("_since")))
+            .drop("_since")
+        )
+    return frame.collect().sort(order(table))
