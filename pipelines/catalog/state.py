@@ -138,7 +138,75 @@ INDICATOR_STATE = Table(
     key=("market", "symbol"),
 )
 
+BRIEFS_STATE = Table(
+    name="briefs_state",
+    description="Per market: what its briefs were tagged and enriched with (a change re-enriches every article).",
+    columns=(
+        Column("market", pl.String(), "market of the briefs"),
+        Column("instruments", pl.String(), "hash of the instrument list articles were tagged with"),
+        Column("code_version", pl.String(), "hash of the tagging and enrichment code"),
+    ),
+    key=("market",),
+)
+
+SIGNAL_PERIODS = 5
+"""The strategies' indicator periods (EMA 10, 20, 30, 50; RSI and ADX 14): 10, 14, 20, 30, 50."""
+
+SIGNAL_STATE = Table(
+    name="signal_state",
+    description=(
+        "Per symbol: what the strategies' signals carry after its last bar (pipelines/simulator/"
+        "signals.py): the indicators' recursion state for periods 10, 14, 20, 30, 50, the SMA "
+        "running sums and whether the conservative trend held."
+    ),
+    columns=(
+        *STATE_COLUMNS,
+        Column(
+            "context_start", pl.Date(), "the first of the last 199 bars the next run reads again"
+        ),
+        *(
+            Column(name, pl.Float64(), "recursion state (NaN until seeded)")
+            for name in INDICATOR_SCALARS
+        ),
+        *(
+            Column(name, pl.Array(pl.Float64, SIGNAL_PERIODS), "per-period recursion state")
+            for name in INDICATOR_GRIDS
+        ),
+        Column("sma_exit_total", pl.Float64(), "SMA(50) running sum, ready for the next bar"),
+        Column("sma_trend_total", pl.Float64(), "SMA(200) running sum, ready for the next bar"),
+        Column("trending", pl.Boolean(), "the conservative trend held on the last bar"),
+    ),
+    key=("market", "symbol"),
+)
+
+STRATEGY_SIGNALS = Table(
+    name="strategy_signals",
+    description="Each strategy's entry and exit signal on every bar (what the backtests replay).",
+    columns=(
+        Column("market", pl.String(), "market of the instrument"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column("date", pl.Date(), "the bar's day (UTC)"),
+        Column("aggressive_entry", pl.Boolean(), "EMA(10) crossed above EMA(30) with RSI(14) < 70"),
+        Column("aggressive_exit", pl.Boolean(), "EMA(10) crossed below EMA(30)"),
+        Column(
+            "conservative_entry", pl.Boolean(), "the conservative trend began, close >= SMA(50)"
+        ),
+        Column("conservative_exit", pl.Boolean(), "close < SMA(50)"),
+    ),
+    key=("market", "symbol", "date"),
+)
+
 STATE_TABLES: dict[str, Table] = {
-    t.name: t for t in (PRICE_STATE, PRICE_FILES, NEWS_FILES, TREND_STATE, INDICATOR_STATE)
+    t.name: t
+    for t in (
+        PRICE_STATE,
+        PRICE_FILES,
+        NEWS_FILES,
+        TREND_STATE,
+        INDICATOR_STATE,
+        BRIEFS_STATE,
+        SIGNAL_STATE,
+        STRATEGY_SIGNALS,
+    )
 }
 """Every internal table by name (domain states register here as they are defined)."""

@@ -1,15 +1,11 @@
-"""The backtest kernel on (bars x symbols) numpy panels: long-only, all-in, fills at the signal bar's close.
-
-One state machine per symbol, all symbols stepped together: the loop runs over bars (rows) and
-every step is a vectorized operation across symbols (columns). Panels are aligned as the indicator
-library aligns them (column j = symbol j from its first bar, NaN after its last). See
-docs/trade-simulator.md for the conventions.
-"""
+"""The backtest kernel: each symbol's long-only, all-in state machine compiled with numba, fills at the signal bar's close."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -85,44 +81,336 @@ class Result:
     lowest: Panel
 
 
-@dataclass
-class _State:
-    cash: Panel
+@dataclass(frozen=True)
+class FlatBars:
+    """Bars of many symbols laid end to end: symbol j owns rows offset[j] .. offset[j] + length[j] - 1."""
+
+    close: Panel
+    high: Panel
+    low: Panel
+    offset: Rows
+    length: Rows
+    rows: int
+    """The longest symbol's length: rows outside a window count as NaN equity up to it (the
+    equity curve of a (rows x symbols) panel)."""
+
+
+@dataclass(frozen=True)
+class Trades:
+    """Every trade of a batch of runs (tasks), task by task and in entry order within a task."""
+
+    task: Rows
+    entry_row: Rows
+    """Bar of the entry, counted from the symbol's first bar (as are exit rows)."""
+    exit_row: Rows
+    """-1 while open."""
+    reason: Rows
+    """Exit reason code, NO_EXIT while open."""
+    entry_price: Panel
     units: Panel
-    start_price: Panel
-    max_close: Panel
+    entry_fee: Panel
+    exit_price: Panel
+    """NaN while open."""
+    exit_fee: Panel
+    """0 while open."""
     highest: Panel
+    """Highest high from the entry bar to the exit bar, or to the last bar while open."""
     lowest: Panel
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A batch of runs (one per task): their trades and, per task, the equity curve's figures."""
+
+    trades: Trades
+    count: Rows
+    """Trades per task; a task's trades are rows first[k] .. first[k] + count[k] - 1."""
+    first: Rows
+    final: Panel
+    """Equity at the symbol's last bar (NaN if that bar has no close)."""
+    run_up: Panel
+    """Largest rise of the equity curve over its running minimum (fraction)."""
+    drawdown: Panel
+    """Largest fall of the equity curve from its running maximum (fraction, <= 0)."""
     in_position: Mask
 
 
-def _fills(parts: list[tuple[int, Rows, Panel, Panel, Panel, Rows, Panel, Panel]]) -> Fills:
-    if not parts:
-        empty_i = np.empty(0, np.int64)
-        empty_f = np.empty(0)
-        return Fills(empty_i, empty_i, empty_f, empty_f, empty_f, empty_i, empty_f, empty_f)
-    rows = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in parts])
-    cols = [np.concatenate([p[k] for p in parts]) for k in range(1, 8)]
-    return Fills(rows, *cols)
+_TRADE_FLOATS = 7
+"""entry_price, units, entry_fee, exit_price, exit_fee, highest, lowest (rows of `floats`)."""
+_CHUNK = 64
+"""Tasks a thread takes at a time."""
+_TASK_FLOATS = 3
+"""final, run_up, drawdown (rows of `figures`)."""
 
 
-def _exit_codes(state: _State, close: Panel, exit_signal: Mask, rules: ExitRules) -> Rows:
-    """The exit reason of every symbol at this bar's close (NO_EXIT where none fires)."""
-    held = state.in_position
-    conditions = [
-        held & (close <= state.start_price * (1.0 - rules.stop_loss))
-        if rules.stop_loss is not None
-        else np.zeros_like(held),
-        held & (close <= state.max_close * (1.0 - rules.trailing_stop))
-        if rules.trailing_stop is not None
-        else np.zeros_like(held),
-        held & (close >= state.start_price * (1.0 + rules.take_profit))
-        if rules.take_profit is not None
-        else np.zeros_like(held),
-        held & exit_signal,
-    ]
-    codes: Rows = np.select(conditions, [STOP_LOSS, TRAILING_STOP, TAKE_PROFIT, SIGNAL], NO_EXIT)
-    return codes
+@numba.njit(cache=True)
+def _fmax(a: float, b: float) -> float:
+    """np.fmax on scalars: the larger, ignoring a NaN (so also one step of np.nanmax)."""
+    if a != a or b > a:
+        return b
+    return a
+
+
+@numba.njit(cache=True)
+def _fmin(a: float, b: float) -> float:
+    """np.fmin on scalars (one step of np.nanmin)."""
+    if a != a or b < a:
+        return b
+    return a
+
+
+@numba.njit(cache=True)
+def _curve_step(
+    equity: float, peak: float, trough: float, drawdown: float, run_up: float
+) -> tuple[float, float, float, float]:
+    """One bar of the equity curve's figures, as the numpy metrics computed them on a panel
+    column: running fmax / fmin, then nanmin of equity / peak - 1 and nanmax of equity / trough -
+    1, where a NaN equity (outside the window) counts +inf and -inf."""
+    peak = _fmax(peak, equity)
+    trough = _fmin(trough, equity)
+    if equity != equity:
+        return peak, trough, _fmin(drawdown, np.inf), _fmax(run_up, -np.inf)
+    return peak, trough, _fmin(drawdown, equity / peak - 1.0), _fmax(run_up, equity / trough - 1.0)
+
+
+@numba.njit(cache=True, parallel=True)
+def _run_tasks(
+    close: Panel,
+    high: Panel,
+    low: Panel,
+    entry: Mask,
+    exit_signal: Mask,
+    offset: Rows,
+    length: Rows,
+    rows: int,
+    task_column: Rows,
+    task_start: Rows,
+    first: Rows,
+    factors: Panel,
+    costs: Panel,
+    equity: Panel,
+    floats: Panel,
+    ints: Rows,
+    count: Rows,
+    figures: Panel,
+    in_position: Mask,
+) -> None:
+    """Run every task (symbol task_column[k] from its row task_start[k]) into the preallocated
+    outputs: trade k's slots from first[k]; `equity` written when non-empty (one task per symbol).
+
+    factors: 1 - stop_loss, 1 - trailing_stop, 1 + take_profit (NaN = rule off); costs: initial
+    cash, fee, slippage. Every formula keeps the numpy engine's operation order (bit-identical).
+    """
+    stop_factor, trail_factor, take_factor = factors[0], factors[1], factors[2]
+    initial, fee, slippage = costs[0], costs[1], costs[2]
+    buy_factor = 1.0 + slippage
+    sell_factor = 1.0 - slippage
+    fee_factor = 1.0 + fee
+    with_equity = equity.size > 0
+    for k in numba.prange(task_column.size):
+        j = task_column[k]
+        start = task_start[k]
+        base = offset[j]
+        n = length[j]
+        cash = initial
+        units = 0.0
+        held = False
+        start_price = max_close = highest = lowest = np.nan
+        slot = first[k] - 1
+        peak = trough = np.nan
+        drawdown = run_up = np.nan
+        if start > 0 or n < rows:
+            # rows outside the window are NaN equity in a panel: +inf / -inf for the figures
+            drawdown, run_up = np.inf, -np.inf
+        final = np.nan
+        for t in range(start, n):
+            i = base + t
+            c = close[i]
+            exited = False
+            if held:
+                highest = _fmax(highest, high[i])
+                lowest = _fmin(lowest, low[i])
+                max_close = _fmax(max_close, c)
+                code = NO_EXIT
+                if stop_factor == stop_factor and c <= start_price * stop_factor:
+                    code = STOP_LOSS
+                elif trail_factor == trail_factor and c <= max_close * trail_factor:
+                    code = TRAILING_STOP
+                elif take_factor == take_factor and c >= start_price * take_factor:
+                    code = TAKE_PROFIT
+                elif exit_signal[i]:
+                    code = SIGNAL
+                if code != NO_EXIT:
+                    price = c * sell_factor
+                    gross = units * price
+                    paid = gross * fee
+                    ints[1, slot] = t
+                    ints[2, slot] = code
+                    floats[3, slot] = price
+                    floats[4, slot] = paid
+                    floats[5, slot] = highest
+                    floats[6, slot] = lowest
+                    cash = gross - paid
+                    units = 0.0
+                    held = False
+                    exited = True
+                    start_price = max_close = highest = lowest = np.nan
+            live = c == c
+            if live and not held and not exited and entry[i]:
+                price = c * buy_factor
+                units = cash / (price * fee_factor)
+                slot += 1
+                ints[0, slot] = t
+                ints[1, slot] = -1
+                ints[2, slot] = NO_EXIT
+                floats[0, slot] = price
+                floats[1, slot] = units
+                floats[2, slot] = units * price * fee
+                floats[3, slot] = np.nan
+                floats[4, slot] = 0.0
+                cash = 0.0
+                held = True
+                start_price = max_close = c
+                highest = high[i]
+                lowest = low[i]
+            value = cash + units * c if live else np.nan
+            if with_equity and live:
+                equity[i] = value
+            peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
+            if t == n - 1:
+                final = value
+        if held:
+            floats[5, slot] = highest
+            floats[6, slot] = lowest
+        count[k] = slot + 1 - first[k]
+        figures[0, k] = final
+        figures[1, k] = run_up
+        figures[2, k] = drawdown
+        in_position[k] = held
+
+
+@numba.njit(cache=True)
+def _curves(equity: Panel, figures: Panel) -> None:
+    """Run-up and drawdown of every column of an equity panel (NaN = outside the window)."""
+    for j in range(equity.shape[1]):
+        peak = trough = drawdown = run_up = np.nan
+        for t in range(equity.shape[0]):
+            peak, trough, drawdown, run_up = _curve_step(
+                equity[t, j], peak, trough, drawdown, run_up
+            )
+        figures[0, j] = run_up
+        figures[1, j] = drawdown
+
+
+def curve_figures(equity: Panel) -> tuple[Panel, Panel]:
+    """Per column of an equity panel: (largest run-up, largest drawdown) as fractions."""
+    figures = np.empty((2, equity.shape[1]))
+    _curves(np.ascontiguousarray(equity, dtype=np.float64), figures)
+    return figures[0], figures[1]
+
+
+def _factor(value: float | None, sign: float) -> float:
+    return np.nan if value is None else 1.0 + sign * value
+
+
+def run_tasks(
+    bars: FlatBars,
+    entry: Mask,
+    exit_signal: Mask,
+    task_column: Rows,
+    task_start: Rows,
+    rules: ExitRules,
+    costs: Costs,
+    equity: Panel | None = None,
+) -> Runs:
+    """Run symbol task_column[k] from its row task_start[k], for every task k (in parallel).
+
+    `entry` and `exit_signal` are aligned with the rows of `bars`. At each bar's close, a held
+    position exits if a rule or the exit signal fires; otherwise a flat symbol with an entry
+    signal buys with all its cash. One action per symbol and bar: a symbol that exits on a bar
+    does not re-enter on it. Signals before the start row are ignored. `equity`, when given (one
+    task per symbol at most), receives the equity of every bar of a window.
+    """
+    ends = bars.offset[task_column] + bars.length[task_column]
+    counted = np.zeros(len(entry) + 1, np.int64)
+    np.cumsum(entry, out=counted[1:])
+    # every trade starts on an entry signal of its window: their number bounds the trades
+    bound = counted[ends] - counted[np.minimum(bars.offset[task_column] + task_start, ends)]
+    first = np.zeros(len(task_column) + 1, np.int64)
+    np.cumsum(bound, out=first[1:])
+    slots = int(first[-1])
+    floats = np.empty((_TRADE_FLOATS, slots))
+    ints = np.empty((3, slots), np.int64)
+    count = np.empty(len(task_column), np.int64)
+    figures = np.empty((_TASK_FLOATS, len(task_column)))
+    in_position = np.empty(len(task_column), np.bool_)
+    factors = np.array(
+        [
+            _factor(rules.stop_loss, -1.0),
+            _factor(rules.trailing_stop, -1.0),
+            _factor(rules.take_profit, 1.0),
+        ]
+    )
+    # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
+    previous = numba.set_parallel_chunksize(_CHUNK)
+    try:
+        _run_tasks(
+            bars.close,
+            bars.high,
+            bars.low,
+            entry,
+            exit_signal,
+            bars.offset,
+            bars.length,
+            bars.rows,
+            task_column,
+            task_start,
+            first,
+            factors,
+            np.array([costs.initial_investment, costs.fee, costs.slippage]),
+            np.empty(0) if equity is None else equity,
+            floats,
+            ints,
+            count,
+            figures,
+            in_position,
+        )
+    finally:
+        numba.set_parallel_chunksize(previous)
+    # the slots each task used, in task order
+    used = np.repeat(first[:-1], count) + ranks(count)
+    ints, floats = ints[:, used], floats[:, used]
+    trades = Trades(
+        task=np.repeat(np.arange(len(task_column)), count),
+        entry_row=ints[0],
+        exit_row=ints[1],
+        reason=ints[2],
+        entry_price=floats[0],
+        units=floats[1],
+        entry_fee=floats[2],
+        exit_price=floats[3],
+        exit_fee=floats[4],
+        highest=floats[5],
+        lowest=floats[6],
+    )
+    starts = np.zeros(len(task_column), np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    return Runs(
+        trades=trades,
+        count=count,
+        first=starts,
+        final=figures[0],
+        run_up=figures[1],
+        drawdown=figures[2],
+        in_position=in_position,
+    )
+
+
+def ranks(count: Rows) -> Rows:
+    """0 .. count[k] - 1 for every k, concatenated."""
+    total = int(count.sum())
+    ranked: Rows = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    return ranked
 
 
 def backtest(
@@ -135,81 +423,62 @@ def backtest(
     rules: ExitRules,
     costs: Costs,
 ) -> Result:
-    """Run every symbol's long-only state machine from its `start` row to its last bar.
+    """Run every symbol (panel column) from its `start` row to the panel's last row.
 
-    At each bar's close, a held position exits if a rule or the exit signal fires; otherwise a flat
-    symbol with an entry signal buys with all its cash. One action per symbol and bar: a symbol that
-    exits on a bar does not re-enter on it. Signals before `start` are ignored.
+    Panels are (bars x symbols), column j = symbol j from its first bar, NaN after its last.
+    Same rules as `run_tasks`; the fills come out in bar order, symbols in column order within a bar.
     """
     rows, width = close.shape
-    state = _State(
-        cash=np.full(width, costs.initial_investment),
-        units=np.zeros(width),
-        start_price=np.full(width, np.nan),
-        max_close=np.full(width, np.nan),
-        highest=np.full(width, np.nan),
-        lowest=np.full(width, np.nan),
-        in_position=np.zeros(width, bool),
+
+    def flat(panel: NDArray[Any], dtype: type[np.generic]) -> NDArray[Any]:
+        return np.ravel(np.asarray(panel, dtype), order="F")
+
+    bars = FlatBars(
+        close=flat(close, np.float64),
+        high=flat(high, np.float64),
+        low=flat(low, np.float64),
+        offset=np.arange(width, dtype=np.int64) * rows,
+        length=np.full(width, rows, np.int64),
+        rows=rows,
     )
-    equity = np.full((rows, width), np.nan)
-    entries: list[tuple[int, Rows, Panel, Panel, Panel, Rows, Panel, Panel]] = []
-    exits: list[tuple[int, Rows, Panel, Panel, Panel, Rows, Panel, Panel]] = []
-    first = int(start.min()) if width else rows
-    for t in range(first, rows):
-        c = close[t]
-        live = (t >= start) & ~np.isnan(c)
-        held = state.in_position
-        np.fmax(state.highest, np.where(held, high[t], np.nan), out=state.highest)
-        np.fmin(state.lowest, np.where(held, low[t], np.nan), out=state.lowest)
-        np.fmax(state.max_close, np.where(held, c, np.nan), out=state.max_close)
-        codes = _exit_codes(state, c, exit_signal[t], rules)
-        leaving = np.flatnonzero(codes)
-        if len(leaving):
-            exits.append(_exit(state, t, leaving, c, codes, costs))
-        entering = np.flatnonzero(live & ~state.in_position & (codes == NO_EXIT) & entry[t])
-        if len(entering):
-            entries.append(_enter(state, t, entering, c, high[t], low[t], costs))
-        equity[t] = np.where(live, state.cash + state.units * c, np.nan)
+    equity = np.full(rows * width, np.nan)
+    columns = np.arange(width, dtype=np.int64)
+    entry_flat, exit_flat = flat(entry, np.bool_), flat(exit_signal, np.bool_)
+    start_rows = np.asarray(start, np.int64)
+    runs = run_tasks(bars, entry_flat, exit_flat, columns, start_rows, rules, costs, equity)
+    t = runs.trades
+    closed = t.exit_row >= 0
+    nan = np.full(len(t.task), np.nan)
+    no_exit = np.full(len(t.task), NO_EXIT, np.int64)
+    entries = _in_bar_order(
+        Fills(t.entry_row, t.task, t.entry_price, t.units, t.entry_fee, no_exit, nan, nan)
+    )
+    exits = _in_bar_order(
+        Fills(
+            t.exit_row[closed],
+            t.task[closed],
+            t.exit_price[closed],
+            t.units[closed],
+            t.exit_fee[closed],
+            t.reason[closed],
+            t.highest[closed],
+            t.lowest[closed],
+        )
+    )
+    highest = np.full(width, np.nan)
+    lowest = np.full(width, np.nan)
+    highest[t.task[~closed]] = t.highest[~closed]
+    lowest[t.task[~closed]] = t.lowest[~closed]
     return Result(
-        entries=_fills(entries),
-        exits=_fills(exits),
-        equity=equity,
-        in_position=state.in_position.copy(),
-        highest=state.highest.copy(),
-        lowest=state.lowest.copy(),
+        entries=entries,
+        exits=exits,
+        equity=np.ascontiguousarray(equity.reshape(width, rows).T),
+        in_position=runs.in_position,
+        highest=highest,
+        lowest=lowest,
     )
 
 
-def _exit(
-    state: _State, t: int, cols: Rows, close: Panel, codes: Rows, costs: Costs
-) -> tuple[int, Rows, Panel, Panel, Panel, Rows, Panel, Panel]:
-    """Sell every unit of `cols` at this close less slippage, paying the fee on the proceeds."""
-    price = close[cols] * (1.0 - costs.slippage)
-    units = state.units[cols]
-    gross = units * price
-    fee = gross * costs.fee
-    record = (t, cols, price, units, fee, codes[cols], state.highest[cols], state.lowest[cols])
-    state.cash[cols] = gross - fee
-    state.units[cols] = 0.0
-    state.in_position[cols] = False
-    for field in (state.start_price, state.max_close, state.highest, state.lowest):
-        field[cols] = np.nan
-    return record
-
-
-def _enter(
-    state: _State, t: int, cols: Rows, close: Panel, high: Panel, low: Panel, costs: Costs
-) -> tuple[int, Rows, Panel, Panel, Panel, Rows, Panel, Panel]:
-    """Buy with all the cash of `cols` at this close plus slippage, the fee included in the spend."""
-    price = close[cols] * (1.0 + costs.slippage)
-    units = state.cash[cols] / (price * (1.0 + costs.fee))
-    fee = units * price * costs.fee
-    state.cash[cols] = 0.0
-    state.units[cols] = units
-    state.in_position[cols] = True
-    state.start_price[cols] = close[cols]
-    state.max_close[cols] = close[cols]
-    state.highest[cols] = high[cols]
-    state.lowest[cols] = low[cols]
-    nan = np.full(len(cols), np.nan)
-    return (t, cols, price, units, fee, np.zeros(len(cols), np.int64), nan, nan)
+def _in_bar_order(fills: Fills) -> Fills:
+    order = np.lexsort((fills.column, fills.row))
+    return Fills(*(getattr(fills, f)[order] for f in Fills.__dataclass_fields__))

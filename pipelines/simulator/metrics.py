@@ -1,51 +1,62 @@
-"""BacktestSummary fields from a run's trades and equity curve, for every symbol of a panel at once."""
+"""BacktestSummary fields from runs' equity figures and trades, for many symbols and windows at once."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 
-from pipelines.simulator.engine import Panel, Rows
+from pipelines.simulator.engine import Panel, Rows, curve_figures
 
 DAYS_PER_YEAR = 365.25
 
 
-def _at(panel: Panel, rows: Rows) -> Panel:
-    at: Panel = panel[rows, np.arange(panel.shape[1])]
-    return at
-
-
-def equity_metrics(
-    equity: Panel, close: Panel, start: Rows, last: Rows, initial: float
+def equity_frame(
+    final: Panel,
+    run_up: Panel,
+    drawdown: Panel,
+    first_close: Panel,
+    last_close: Panel,
+    initial: float,
 ) -> pl.DataFrame:
-    """Per panel column: final value, buy-and-hold, peak profit (max run-up %) and peak loss
-    (max drawdown %, <= 0) of the equity curve between `start` and `last` rows."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        peak = np.fmax.accumulate(equity, axis=0)
-        trough = np.fmin.accumulate(equity, axis=0)
-        drawdown = np.nanmin(np.where(np.isnan(equity), np.inf, equity / peak - 1.0), axis=0)
-        run_up = np.nanmax(np.where(np.isnan(equity), -np.inf, equity / trough - 1.0), axis=0)
-    final = _at(equity, last)
+    """Final value, profit, buy-and-hold, peak profit (max run-up %) and peak loss (max drawdown
+    %, <= 0) per run, from its final equity, curve figures (fractions) and window's closes."""
     return pl.DataFrame(
         {
-            "column": np.arange(equity.shape[1]),
             "final_value": final,
-            "initial_investment": np.full(equity.shape[1], initial),
+            "initial_investment": np.full(len(final), initial),
             "total_profit": final - initial,
             "profit_percent": 100.0 * (final / initial - 1.0),
-            "buy_and_hold_profit_percent": 100.0 * (_at(close, last) / _at(close, start) - 1.0),
+            "buy_and_hold_profit_percent": 100.0 * (last_close / first_close - 1.0),
             "peak_profit": 100.0 * run_up,
             "peak_loss": 100.0 * drawdown,
         }
     )
 
 
-def trade_metrics(trades: pl.DataFrame) -> pl.DataFrame:
-    """Per `column`: counts and averages over CLOSED trades (`profit` > 0 counts as profitable)."""
+def equity_metrics(
+    equity: Panel, close: Panel, start: Rows, last: Rows, initial: float
+) -> pl.DataFrame:
+    """`equity_frame` per column of an equity panel (NaN outside the window between `start` and
+    `last` rows), with `column`."""
+    run_up, drawdown = curve_figures(equity)
+    columns = np.arange(equity.shape[1])
+    return equity_frame(
+        final=equity[last, columns],
+        run_up=run_up,
+        drawdown=drawdown,
+        first_close=close[start, columns],
+        last_close=close[last, columns],
+        initial=initial,
+    ).with_columns(column=pl.Series(columns))
+
+
+def trade_metrics(trades: pl.DataFrame, by: str = "column") -> pl.DataFrame:
+    """Per `by`: counts and averages over CLOSED trades (`profit` > 0 counts as profitable)."""
     won, lost = pl.col("profit") > 0, pl.col("profit") <= 0
     return (
-        trades.filter("closed")
-        .group_by("column")
+        trades.select(by, "closed", "profit", "profit_percent", "days_in_trade")
+        .filter("closed")
+        .group_by(by)
         .agg(
             total_trades=pl.len(),
             profitable_trades=won.sum(),
@@ -59,10 +70,13 @@ def trade_metrics(trades: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def summaries(equity_part: pl.DataFrame, trade_part: pl.DataFrame) -> pl.DataFrame:
-    """Join both parts; durations and rates from `start_date`/`end_date` present in `equity_part`."""
+def summaries(
+    equity_part: pl.DataFrame, trade_part: pl.DataFrame, on: str = "column"
+) -> pl.DataFrame:
+    """Join both parts on `on` (in `equity_part`'s row order); durations and rates from
+    `start_date`/`end_date` present in `equity_part`."""
     counts = ["total_trades", "profitable_trades", "unprofitable_trades"]
-    joined = equity_part.join(trade_part, on="column", how="left").with_columns(
+    joined = equity_part.join(trade_part, on=on, how="left", maintain_order="left").with_columns(
         pl.col(counts).fill_null(0).cast(pl.Int32)
     )
     duration = (pl.col("end_date") - pl.col("start_date")).dt.total_days()

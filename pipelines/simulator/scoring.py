@@ -17,15 +17,16 @@ ACTION_POINTS: dict[str, float] = {"Buy": 1.0, "Hold": 0.75, "Stay": 0.25, "Sell
 
 def _actions_of(sim: Simulation, name: str) -> pl.DataFrame:
     """Buy / Sell / Hold / Stay of one strategy at each symbol's last bar, with the message parts."""
-    result, trades = sim.full_runs[name]
+    trades = sim.full_runs[name]
     market = sim.market
     last = pl.DataFrame({"column": np.arange(len(market.symbols)), "last": market.last})
-    latest = trades.join(last, on="column").sort("column", "entry_row").group_by("column").last()
+    latest = trades.sort("column", "entry_row").group_by("column").last()
     state = last.with_columns(
         symbol=pl.Series(market.symbols, dtype=pl.String),
         date=market.last_dates(),
-        in_trade=pl.Series(result.in_position),
-    ).join(latest.drop("last", "symbol"), on="column", how="left")
+    ).join(latest.drop("symbol"), on="column", how="left", maintain_order="left")
+    # only a symbol's last trade can be open: it is in a position iff that trade is
+    in_trade = (~pl.col("closed")).fill_null(False)
     action = (
         pl.when(pl.col("entry_row") == pl.col("last"))
         .then(pl.lit("Buy"))
@@ -35,7 +36,9 @@ def _actions_of(sim: Simulation, name: str) -> pl.DataFrame:
         .then(pl.lit("Hold"))
         .otherwise(pl.lit("Stay"))
     )
-    return state.with_columns(action=action, strategy=pl.lit(name, pl.String))
+    return state.with_columns(in_trade=in_trade).with_columns(
+        action=action, strategy=pl.lit(name, pl.String)
+    )
 
 
 def _message(entry_reason: str) -> pl.Expr:

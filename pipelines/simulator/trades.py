@@ -1,70 +1,46 @@
-"""Pair an engine run's entries and exits into trades: one row per trade, panel coordinates and prices."""
+"""Engine runs' trades as one row per trade: symbol and rows, prices, fees and profit."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 
-from pipelines.simulator.engine import EXIT_REASONS, Fills, Panel, Result, Rows
+from pipelines.simulator.engine import EXIT_REASONS, FlatBars, Rows, Runs
+
+_REASONS = pl.Series([EXIT_REASONS.get(code) for code in range(max(EXIT_REASONS) + 1)])
+"""Exit reason names by code; code NO_EXIT (0, an open trade) is null."""
 
 
-def _by_symbol(fills: Fills) -> Rows:
-    order: Rows = np.lexsort((fills.row, fills.column))
-    return order
+def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
+    """One row per trade of `runs` (task by task): `column`, `entry_row`, `exit_row` (-1 while
+    open), `mark_row` (the exit bar, or the symbol's last bar while open), `closed` and the numbers.
 
-
-def _take(fills: Fills, order: Rows) -> Fills:
-    return Fills(*(getattr(fills, f)[order] for f in Fills.__dataclass_fields__))
-
-
-def trade_arrays(result: Result, close: Panel, last_row: Rows) -> pl.DataFrame:
-    """One row per trade: `column`, `entry_row`, `exit_row` (-1 while open) and the Trade numbers.
-
-    Entries and exits alternate per symbol, so after sorting both by (symbol, bar) the k-th exit
-    closes the k-th entry; a symbol still in position at its last bar has one entry more (open).
+    Rows count from the symbol's first bar. An open trade is marked at its symbol's last close.
     """
-    entries = _take(result.entries, _by_symbol(result.entries))
-    exits = _take(result.exits, _by_symbol(result.exits))
-    n = len(entries.row)
-    is_last = np.ones(n, bool)
-    if n:
-        is_last[:-1] = entries.column[:-1] != entries.column[1:]
-    is_open = is_last & result.in_position[entries.column]
-    closed = ~is_open
-    col = entries.column
-    exit_row = np.full(n, -1, np.int64)
-    exit_row[closed] = exits.row
-    mark_row = np.where(closed, exit_row, last_row[col])
-
-    def with_exits(values: Panel, open_values: Panel) -> Panel:
-        out = np.array(open_values, dtype=np.float64)
-        out[closed] = values
-        return out
-
-    exit_price = with_exits(exits.price, np.full(n, np.nan))
-    exit_fee = with_exits(exits.fee, np.zeros(n))
-    last_price = close[mark_row, col] if n else np.empty(0)
-    fees = entries.fee + exit_fee
-    value = np.where(closed, exit_price, last_price)
-    profit = entries.units * (value - entries.price) - fees
-    spent = entries.units * entries.price + entries.fee
-    reasons = np.full(n, None, dtype=object)
-    reasons[closed] = [EXIT_REASONS[int(c)] for c in exits.reason]
+    t = runs.trades
+    col = task_column[t.task]
+    closed = t.exit_row >= 0
+    mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
+    last_price = bars.close[bars.offset[col] + mark_row]
+    fees = t.entry_fee + t.exit_fee
+    value = np.where(closed, t.exit_price, last_price)
+    profit = t.units * (value - t.entry_price) - fees
+    spent = t.units * t.entry_price + t.entry_fee
     return pl.DataFrame(
         {
             "column": col,
-            "entry_row": entries.row,
-            "exit_row": exit_row,
+            "entry_row": t.entry_row,
+            "exit_row": t.exit_row,
             "mark_row": mark_row,
             "closed": closed,
-            "exit_reason": pl.Series(reasons.tolist(), dtype=pl.String),
-            "start_price": close[entries.row, col] if n else np.empty(0),
-            "entry_price": entries.price,
-            "exit_price": pl.Series(exit_price, nan_to_null=True),
+            "exit_reason": _REASONS.gather(t.reason),
+            "start_price": bars.close[bars.offset[col] + t.entry_row],
+            "entry_price": t.entry_price,
+            "exit_price": pl.Series(t.exit_price, nan_to_null=True),
             "last_price": last_price,
-            "highest_price": with_exits(exits.highest, result.highest[col]),
-            "lowest_price": with_exits(exits.lowest, result.lowest[col]),
-            "units": entries.units,
+            "highest_price": t.highest,
+            "lowest_price": t.lowest,
+            "units": t.units,
             "fees": fees,
             "profit": profit,
             "profit_percent": 100.0 * profit / spent,

@@ -16,7 +16,7 @@ from pipelines.simulator.backtests import (
     window_start,
     years_available,
 )
-from pipelines.simulator.engine import Costs, ExitRules, backtest
+from pipelines.simulator.engine import Costs, ExitRules, run_tasks
 
 FREE = Costs(fee=0.0, slippage=0.0)
 
@@ -79,15 +79,15 @@ def test_annualized_return_compounds_over_the_window_days() -> None:
 def simulation(closes: dict[str, list[float]], entries: list[int], exits: list[int]) -> Simulation:
     """Every symbol gets the same entry/exit bars through the full-history run."""
     market = load_market(bars(closes))
-    p = market.prices
-    entry = np.zeros(p.close.shape, bool)
-    exit_signal = np.zeros(p.close.shape, bool)
-    entry[entries] = True
-    exit_signal[exits] = True
+    columns = np.arange(len(market.symbols))
+    entry = np.zeros(len(market.days), bool)
+    exit_signal = np.zeros(len(market.days), bool)
+    entry[(market.bars.offset[:, None] + np.array(entries, np.int64)).ravel()] = True
+    exit_signal[(market.bars.offset[:, None] + np.array(exits, np.int64)).ravel()] = True
     start = np.zeros(len(market.symbols), np.int64)
-    result = backtest(p.close, p.high, p.low, entry, exit_signal, start, ExitRules(), FREE)
+    runs = run_tasks(market.bars, entry, exit_signal, columns, start, ExitRules(), FREE)
     empty = pl.DataFrame()
-    return Simulation(empty, empty, {"aggressive": (result, _trade_frame(market, result))}, market)
+    return Simulation(empty, empty, {"aggressive": _trade_frame(market, runs, columns)}, market)
 
 
 @pytest.mark.parametrize(

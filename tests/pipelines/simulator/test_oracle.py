@@ -11,9 +11,11 @@ import pytest
 from backtesting import Strategy
 from backtesting.lib import FractionalBacktest
 
+from pipelines.simulator.backtests import Prices
 from pipelines.simulator.engine import Costs, ExitRules, Mask, backtest
-from pipelines.simulator.strategies import AGGRESSIVE, CONSERVATIVE, Prices
+from pipelines.simulator.strategies import AGGRESSIVE, CONSERVATIVE
 from pipelines.simulator.strategies import Strategy as Rules
+from tests.pipelines.simulator.numpy_signals import NUMPY_SIGNALS
 
 BARS = 1_500
 
@@ -100,7 +102,8 @@ def test_backtesting_py_replays_the_same_trades_and_final_value(
 ) -> None:
     data = regime_walk(seed)
     cols = {k: data[k].to_numpy()[:, None] for k in ("High", "Low", "Close")}
-    signals = strategy.signals(Prices(high=cols["High"], low=cols["Low"], close=cols["Close"]))
+    prices = Prices(high=cols["High"], low=cols["Low"], close=cols["Close"])
+    signals = NUMPY_SIGNALS[strategy.name](prices)
     entry, exit_signal = signals.entry.copy(), signals.exit.copy()
     # backtesting.py cannot fill an order placed on its last bar (nor act on bar 0)
     entry[[0, -1]] = exit_signal[[0, -1]] = False
