@@ -14,14 +14,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from benchmarks.figures import Figure, Goal
+from pipelines.indicators.panel import (
+    BBANDS_DEVIATIONS,
+    MACD_PERIODS,
+    STOCH_SMOOTHING,
+    clamp_period,
+)
 
 PERIOD = 30
 """The one period both sides of the indicator ratio compute (the API's default)."""
@@ -32,10 +39,62 @@ LAYER_MEMORY_GOAL = Goal("project", "<", 2048.0)
 JOB_TIMEOUT = 600
 
 
+def random_walk_bars(symbols: int, days: int, seed: int = 0) -> pl.DataFrame:
+    """Geometric random-walk OHLCV bars, sorted by symbol then date."""
+    rng = np.random.default_rng(seed)
+    close = 100.0 * np.exp(np.cumsum(rng.normal(0.0, 0.02, (symbols, days)), axis=1))
+    open_ = close * np.exp(rng.normal(0.0, 0.01, (symbols, days)))
+    high = np.maximum(open_, close) * np.exp(np.abs(rng.normal(0.0, 0.01, (symbols, days))))
+    low = np.minimum(open_, close) * np.exp(-np.abs(rng.normal(0.0, 0.01, (symbols, days))))
+    volume = rng.integers(0, 1_000_000, (symbols, days)).astype(np.float64)
+    start = date(2020, 1, 1)
+    dates = pl.date_range(start, start + timedelta(days=days - 1), eager=True)
+    return pl.DataFrame(
+        {
+            "symbol": np.repeat([f"S{i:05d}" for i in range(symbols)], days),
+            "date": pl.concat([dates] * symbols),
+            "open": open_.ravel(),
+            "high": high.ravel(),
+            "low": low.ravel(),
+            "close": close.ravel(),
+            "volume": volume.ravel(),
+        }
+    )
+
+
+def talib_loop(bars: pl.DataFrame, period: int) -> list[tuple[np.ndarray, ...]]:
+    """The same indicators, one TA-Lib call per indicator per symbol."""
+    import talib  # test-only dependency: imported here so the library never needs it
+
+    n = clamp_period(period)
+    fast, slow, signal = MACD_PERIODS
+    slowk, slowd = STOCH_SMOOTHING
+    results: list[tuple[np.ndarray, ...]] = []
+    for group in bars.partition_by("symbol", maintain_order=True):
+        h, lo, c, v = (group[name].to_numpy() for name in ("high", "low", "close", "volume"))
+        typical = (h + lo + c) / 3.0
+        results.append(
+            (
+                talib.SMA(c, n),
+                talib.EMA(c, n),
+                talib.RSI(c, n),
+                *talib.MACD(c, fast, slow, signal),
+                *talib.BBANDS(c, n, BBANDS_DEVIATIONS, BBANDS_DEVIATIONS),
+                *talib.STOCH(h, lo, c, n, slowk, talib.MA_Type.SMA, slowd, talib.MA_Type.SMA),
+                talib.ATR(h, lo, c, n),
+                talib.OBV(c, v),
+                talib.ADX(h, lo, c, n),
+                talib.ROC(c, n),
+                talib.MAX(h, n),
+                talib.MIN(lo, n),
+                talib.SUM(typical * v, n) / talib.SUM(v, n),
+            )
+        )
+    return results
+
+
 def scaled_markets(symbols: int, days: int) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
     """One market of `symbols` random walks x `days`: (market, bars, instruments)."""
-    from pipelines.indicators.bench import random_walk_bars
-
     bars = random_walk_bars(symbols, days).with_columns(
         market=pl.lit("crypto"),
         timestamp=pl.col("date").cast(pl.Datetime("ms")).cast(pl.Int64),
@@ -46,11 +105,13 @@ def scaled_markets(symbols: int, days: int) -> Iterator[tuple[str, pl.DataFrame,
 
 def embedded_markets(warehouse: Path) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
     """Every market of a materialized warehouse, from the files its manifest serves."""
-    tables = json.loads((warehouse / "_manifest.json").read_text())["tables"]
-    for market, entry in sorted(tables["daily_prices"].items()):
-        bars = pl.read_parquet(warehouse / entry["path"]).sort("symbol", "date")
-        instruments = pl.read_parquet(warehouse / tables["instruments"][market]["path"])
-        yield market, bars, instruments
+    from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, LocalStorage, read_partitions
+
+    storage = LocalStorage(warehouse)
+    manifest = storage.read_manifest()
+    for market in manifest.markets(DAILY_PRICES.name) if manifest else []:
+        bars = read_partitions(storage, DAILY_PRICES, [market], manifest).sort("symbol", "date")
+        yield market, bars, read_partitions(storage, INSTRUMENTS, [market], manifest)
 
 
 def _seconds(run: Callable[[], object], repeats: int) -> float:
@@ -66,7 +127,6 @@ def ratio_job(
     markets: list[tuple[str, pl.DataFrame, pl.DataFrame]], repeats: int
 ) -> dict[str, Any]:
     """Median seconds of the indicator layer and of the TA-Lib loop, summed over the markets."""
-    from pipelines.indicators.bench import talib_loop
     from pipelines.indicators.panel import indicators_frame
 
     first = markets[0][1].filter(pl.col("symbol") == markets[0][1]["symbol"][0])
@@ -77,22 +137,27 @@ def ratio_job(
 
 
 def layer_job(markets: list[tuple[str, pl.DataFrame, pl.DataFrame]]) -> dict[str, Any]:
-    """indicator_snapshots (all periods) + trend tables + simulator per market, as the pipeline does."""
-    from pipelines.indicators.assets import snapshots
-    from pipelines.simulator.assets import SimulatorConfig, simulator_tables
-    from pipelines.trends.assets import trend_tables
+    """indicator_snapshots (all periods) + trend tables + simulator per market, as a full run
+    computes them (from each symbol's first bar)."""
+    from pipelines.indicators.all_periods import all_periods_frame
+    from pipelines.simulator import scoring
+    from pipelines.simulator.backtests import simulate
+    from pipelines.simulator.engine import Costs
+    from pipelines.trends.incremental import full_tables
 
     steps = {"indicator_snapshots_s": 0.0, "trends_s": 0.0, "simulator_s": 0.0}
     rows = 0
-    for market, bars, instruments in markets:
+    for _, bars, instruments in markets:
         start = time.perf_counter()
-        rows += snapshots(bars, market).height
+        rows += all_periods_frame(bars).height
         steps["indicator_snapshots_s"] += time.perf_counter() - start
         start = time.perf_counter()
-        _, segments = trend_tables(bars, market, datetime.now(UTC))
+        _, segments, _ = full_tables(bars, int(time.time() * 1000))
         steps["trends_s"] += time.perf_counter() - start
         start = time.perf_counter()
-        simulator_tables(bars, instruments, segments, market, SimulatorConfig())
+        simulation = simulate(bars, Costs())
+        actions = scoring.current_actions(simulation)
+        scoring.scorecards(simulation.summaries, actions, instruments, segments)
         steps["simulator_s"] += time.perf_counter() - start
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return {

@@ -1,4 +1,4 @@
-"""The composition root: every domain's Definitions, the warehouse IO manager and the schedule, merged."""
+"""The composition root: every domain's Definitions, the two jobs with their publish steps, the resources."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pipelines.embedded_market.definitions import build_defs as embedded_market_
 from pipelines.indicators.definitions import build_defs as indicators_defs
 from pipelines.news.definitions import build_defs as news_defs
 from pipelines.newsroom.definitions import build_defs as newsroom_defs
+from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices.definitions import build_defs as prices_defs
+from pipelines.runs import RunOptions
 from pipelines.settings import PipelineSettings, load_settings
 from pipelines.simulator.definitions import build_defs as simulator_defs
 from pipelines.trends.definitions import build_defs as trends_defs
@@ -35,11 +37,20 @@ def build_definitions(
     settings: PipelineSettings,
     domains: Sequence[Callable[[PipelineSettings], dg.Definitions]] = DOMAINS,
 ) -> dg.Definitions:
-    """The domains' Definitions with the warehouse IO manager and the daily schedule."""
+    """The domains' Definitions; their day-partitioned assets form the daily job, the others the
+    news job, each closed by its publish step; the warehouse and run-options resources."""
+    merged = dg.Definitions.merge(*(build(settings) for build in domains))
+    assets = [a for a in merged.assets or [] if isinstance(a, dg.AssetsDefinition)]
+    daily = [k for a in assets if a.partitions_def == DAILY_PARTITIONS for k in a.keys]
+    news = [k for a in assets if a.partitions_def is None for k in a.keys]
     return dg.Definitions.merge(
-        *(build(settings) for build in domains),
+        merged,
+        dg.Definitions(
+            assets=schedules.publish_assets(daily, news),
+            resources={"run_options": RunOptions(shard_symbols=settings.shard_symbols)},
+        ),
+        schedules.build_defs(settings, daily, news),
         warehouse_defs(settings),
-        schedules.build_defs(settings),
     )
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 
 from pipelines.catalog.storage import LocalStorage, S3Location, open_storage
+from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
 
 DEFAULT_SEED = 20_260_101
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
@@ -37,6 +38,12 @@ class PipelineSettings:
     """`s3://bucket/prefix`: the warehouse on object storage instead of `<data_dir>/warehouse`."""
     s3_endpoint_url: str | None = None
     """An S3-compatible endpoint for `warehouse_url` (MinIO, ...); None: AWS S3."""
+    now: datetime | None = None
+    """A fixed "now" for the news clock (`MI_NOW`, ISO 8601; demos and tests); None: the clock."""
+    shard_symbols: int = DEFAULT_SHARD_SYMBOLS
+    """Most symbols a shard holds (`MI_SHARD_SYMBOLS`)."""
+    news_cadence_minutes: int = 15
+    """How often the news refresh runs (`MI_NEWS_CADENCE_MINUTES`, a divisor of 60)."""
 
     @property
     def warehouse_dir(self) -> Path:
@@ -56,18 +63,33 @@ class PipelineSettings:
         return self.data_dir / "sources" / "embedded"
 
     def resolved_end_date(self) -> date:
-        return self.end_date or datetime.now(UTC).date()
+        return self.end_date or self.clock().date()
+
+    def clock(self) -> datetime:
+        """Now (UTC), or the fixed `now` when one is set."""
+        return self.now or datetime.now(UTC)
+
+    def news_now(self) -> datetime:
+        """The instant news is read as of: now, never after the end date's last second."""
+        now = self.clock()
+        if self.end_date is None:
+            return now
+        return min(now, datetime.combine(self.end_date, time(23, 59, 59), UTC))
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
     """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE`, `MI_INSTRUMENTS`,
-    `MI_DAGSTER_POSTGRES_URL`, `MI_EXECUTOR`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL` (all optional)."""
+    `MI_DAGSTER_POSTGRES_URL`, `MI_EXECUTOR`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL`, `MI_NOW`,
+    `MI_SHARD_SYMBOLS`, `MI_NEWS_CADENCE_MINUTES` (all optional)."""
     env = os.environ if env is None else env
     end = env.get("MI_END_DATE")
     sources = env.get("MI_SOURCES")
     executor = env.get("MI_EXECUTOR") or "in_process"
     if executor not in EXECUTORS:
         raise ValueError(f"MI_EXECUTOR: {executor!r} is not one of {list(EXECUTORS)}")
+    cadence = int(env.get("MI_NEWS_CADENCE_MINUTES") or 15)
+    if cadence < 1 or 60 % cadence:
+        raise ValueError(f"MI_NEWS_CADENCE_MINUTES: {cadence} does not divide an hour")
     return PipelineSettings(
         data_dir=Path(env.get("MI_DATA_DIR", "data")).resolve(),
         sources_config=Path(sources).resolve() if sources else None,
@@ -78,4 +100,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
         executor=executor,
         warehouse_url=env.get("MI_WAREHOUSE_URL") or None,
         s3_endpoint_url=env.get("MI_S3_ENDPOINT_URL") or None,
+        now=_instant(env["MI_NOW"]) if env.get("MI_NOW") else None,
+        shard_symbols=int(env.get("MI_SHARD_SYMBOLS") or DEFAULT_SHARD_SYMBOLS),
+        news_cadence_minutes=cadence,
     )
+
+
+def _instant(text: str) -> datetime:
+    """An ISO 8601 instant; one without a zone is UTC."""
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

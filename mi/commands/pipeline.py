@@ -9,8 +9,9 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -105,7 +106,8 @@ def _root_cause(event: dg.DagsterEvent) -> SerializableErrorInfo | None:
 
 def _rows_of(event: dg.DagsterEvent) -> str:
     materialization = event.step_materialization_data.materialization
-    count = materialization.metadata.get("row_count")
+    metadata = materialization.metadata
+    count = metadata.get("dagster/row_count") or metadata.get("row_count")
     rows = f"{count.value:,} rows" if count is not None else "written"
     return f"{materialization.asset_key.to_user_string()} {rows}"
 
@@ -171,89 +173,110 @@ def load_definitions(module_name: str) -> dg.Definitions:
 
 
 def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> list[dg.AssetKey] | None:
-    """Keys named by full path (`a/b`) or last component, plus what their step produces with them.
-
-    A multi-asset's outputs are computed together, so naming one selects all of them.
-    None selects everything.
-    """
+    """Keys of the job named by full path (`a/b`) or last component, plus what their step produces
+    with them (a multi-asset's outputs are computed together), plus the job's publish step (what
+    a run writes becomes visible only when it commits). None selects everything."""
     import dagster as dg
+
+    from pipelines.schedules import DAILY_PUBLISH, NEWS_PUBLISH
 
     if not names:
         return None
     graph = job.asset_layer.asset_graph
     keys = job.asset_layer.executable_asset_keys
     named = {k for k in keys if k.to_user_string() in names or k.path[-1] in names}
-    known = {k.to_user_string() for k in named} | {k.path[-1] for k in named}
-    unknown = sorted(set(names) - known)
-    if unknown:
-        available = ", ".join(sorted(k.to_user_string() for k in keys))
-        raise click.BadParameter(
-            f"unknown assets {unknown}; available: {available}", param_hint="--select"
-        )
+    named |= {k for k in keys if k.path[-1] in (DAILY_PUBLISH, NEWS_PUBLISH)}
     together = (graph.get_execution_set_asset_and_check_keys(k) for k in named)
     return sorted({k for keys_ in together for k in keys_ if isinstance(k, dg.AssetKey)})
 
 
-def daily_job(module_name: str) -> dg.JobDefinition:
-    """The daily job of the module's Definitions (rebuilt this way in every step process)."""
-    from pipelines.schedules import DAILY_JOB
-
-    return load_definitions(module_name).resolve_job_def(DAILY_JOB)
+def job_of(module_name: str, name: str) -> dg.JobDefinition:
+    """A job of the module's Definitions (rebuilt this way in every step process)."""
+    return load_definitions(module_name).resolve_job_def(name)
 
 
-def run_market(
+@dataclass(frozen=True)
+class Run:
+    """One Dagster run `mi materialize` starts: a job, its label in the output, how to run it."""
+
+    job: str
+    label: str
+    run_config: dict[str, Any]
+    partition_key: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def run_job(
     job: dg.JobDefinition,
     instance: dg.DagsterInstance,
-    market: str,
+    run: Run,
     selection: list[dg.AssetKey] | None,
     progress: Progress,
     module_name: str | None = None,
 ) -> bool:
-    """One run of the job for one market partition; True when it succeeded.
+    """One run of a job; True when it succeeded.
 
     With `module_name`, the run goes through the job's own executor (multiprocess, celery, k8s):
     the job is rebuilt from the module in each step's process, and the progress lines are printed
     from the run's event log once it ends. Without, every step runs in this process, printed live.
     """
+    config = _merge(QUIET_CONSOLE, run.run_config)
+    tags = {"mi/command": "materialize", **run.tags}
     if module_name is not None:
-        return _run_with_executor(instance, market, selection, progress, module_name)
+        return _run_with_executor(instance, run, config, tags, selection, progress, module_name)
     run_id = str(uuid.uuid4())
     instance.add_event_listener(run_id, progress)
-    progress.echo(f"[{market}] run {run_id}")
+    progress.echo(f"[{run.label}] run {run_id}")
     result = job.execute_in_process(
-        run_config=QUIET_CONSOLE,
+        run_config=config,
         instance=instance,
-        partition_key=market,
+        partition_key=run.partition_key,
         asset_selection=selection,
         run_id=run_id,
         raise_on_error=False,
-        tags={"mi/command": "materialize"},
+        tags=tags,
     )
     return result.success
 
 
 def _run_with_executor(
     instance: dg.DagsterInstance,
-    market: str,
+    run: Run,
+    config: dict[str, Any],
+    tags: dict[str, str],
     selection: list[dg.AssetKey] | None,
     progress: Progress,
     module_name: str,
 ) -> bool:
     import dagster as dg
 
-    recon = dg.build_reconstructable_job(__name__, daily_job.__name__, (module_name,))
+    recon = dg.build_reconstructable_job(
+        __name__,
+        job_of.__name__,
+        reconstructable_kwargs={"module_name": module_name, "name": run.job},
+    )
+    partition = {"dagster/partition": run.partition_key} if run.partition_key else {}
     with dg.execute_job(
         recon,
         instance,
-        run_config=QUIET_CONSOLE,
-        tags={"mi/command": "materialize", "dagster/partition": market},
+        run_config=config,
+        tags={**tags, **partition},
         asset_selection=selection,
         raise_on_error=False,
     ) as result:
-        progress.echo(f"[{market}] run {result.run_id}")
+        progress.echo(f"[{run.label}] run {result.run_id}")
         for entry in instance.all_logs(result.run_id):
             progress(entry)
         return result.success
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """`a` and `b` merged key by key (nested dictionaries merged too)."""
+    out = dict(a)
+    for key, value in b.items():
+        both = isinstance(out.get(key), dict) and isinstance(value, dict)
+        out[key] = _merge(out[key], value) if both else value
+    return out
 
 
 def _split(values: Sequence[str]) -> list[str]:
@@ -272,6 +295,42 @@ def _summary(checks: CheckTally, failed_steps: list[str], elapsed: float) -> lis
     return lines
 
 
+def plan_runs(
+    markets: list[str],
+    day: date,
+    since: date | None,
+    full: bool,
+    jobs: Sequence[str],
+    first_load: bool = False,
+) -> list[Run]:
+    """The runs of one materialization: the news refresh first (the day's analyses cite its
+    briefs), then the daily update for `day` (a backfill from `since`: one run over the range).
+
+    A first load (no instruments stored yet) runs the daily update first, so that the news
+    refresh tags articles with the instruments, then the daily update again: nothing is new for
+    it but the analyses, now written with the news.
+    """
+    from pipelines.schedules import DAILY_JOB, NEWS_JOB
+
+    config = {"resources": {"run_options": {"config": {"full": full, "markets": markets}}}}
+    news = [Run(NEWS_JOB, "news", config)] if NEWS_JOB in jobs else []
+    if DAILY_JOB not in jobs:
+        return news
+    if since is None:
+        daily = Run(DAILY_JOB, "daily", config, partition_key=day.isoformat())
+    else:
+        tags = {
+            "dagster/asset_partition_range_start": since.isoformat(),
+            "dagster/asset_partition_range_end": day.isoformat(),
+            "dagster/backfill": f"mi-{since.isoformat()}-{day.isoformat()}",
+        }
+        daily = Run(DAILY_JOB, "daily", config, tags=tags)
+    if first_load and news:
+        again = {"resources": {"run_options": {"config": {"full": False, "markets": markets}}}}
+        return [daily, *news, Run(DAILY_JOB, "daily", again, partition_key=day.isoformat())]
+    return [*news, daily]
+
+
 @click.command()
 @click.option(
     "--market",
@@ -288,41 +347,102 @@ def _summary(checks: CheckTally, failed_steps: list[str], elapsed: float) -> lis
     help="Only these assets, by name (repeatable or comma-separated; default every asset).",
 )
 @click.option(
+    "--full", is_flag=True, help="Rebuild every table from the sources (no carried state)."
+)
+@click.option(
+    "--day",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="The day to bring the daily tables to (default MI_END_DATE, else today, UTC).",
+)
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="Backfill: re-read the sources from this day on (revised bars are recomputed).",
+)
+@click.option(
     "-m",
     "--module",
     default=DEFAULT_MODULE,
     show_default=True,
     help="Module whose `defs` holds the Definitions to run.",
 )
-def materialize(markets: tuple[str, ...], select: tuple[str, ...], module: str) -> None:
-    """Materialize every asset for every market, printing each step and a summary of checks.
+def materialize(
+    markets: tuple[str, ...],
+    select: tuple[str, ...],
+    full: bool,
+    day: datetime | None,
+    since: datetime | None,
+    module: str,
+) -> None:
+    """Bring the warehouse up to date: the news refresh, then the daily update of the day.
 
-    One Dagster run per market, recorded in the instance (under <data dir>/dagster, or on
-    PostgreSQL with MI_DAGSTER_POSTGRES_URL) so they show in the Dagster UI. Steps run in this
-    process unless MI_EXECUTOR names another executor (multiprocess). Exits 1 when a step fails or an
-    ERROR-severity asset check fails.
+    Incremental by default: each domain carries its state and computes only new bars and new
+    articles; `--full` rebuilds everything. Each run is recorded in the instance (under <data
+    dir>/dagster, or on PostgreSQL with MI_DAGSTER_POSTGRES_URL) so it shows in the Dagster UI,
+    and commits its tables together at its end. Steps run in this process unless MI_EXECUTOR
+    names another executor. Exits 1 when a step fails or an ERROR-severity asset check fails.
     """
     chosen = _split(markets) or list(MARKETS)
     unknown = sorted(set(chosen) - set(MARKETS))
     if unknown:
         raise click.BadParameter(f"unknown markets {unknown}", param_hint="--market")
     settings = load_settings()
-    job = daily_job(module)
-    selection = select_assets(job, _split(select))
+    target = day.date() if day else settings.resolved_end_date()
+    if since is not None and since.date() > target:
+        raise click.BadParameter(f"{since.date()} is after the day {target}", param_hint="--since")
+    definitions = load_definitions(module)
+    names = _split(select)
+    jobs = [j for j in _job_names(definitions) if not names or _selects(definitions, j, names)]
+    if names and not jobs:
+        _refuse_unknown(definitions, names)
     started = time.monotonic()
     checks, failed = CheckTally(), []
+    by_executor = module if settings.executor != "in_process" else None
     with open_instance(settings) as instance:
-        click.echo(f"materializing {len(chosen)} market(s) into {settings.data_dir}")
-        for market in chosen:
-            progress = Progress(market, click.echo, checks)
-            by_executor = module if settings.executor != "in_process" else None
-            if (
-                not run_market(job, instance, market, selection, progress, by_executor)
-                and not progress.failed_steps
-            ):
-                progress.failed_steps.append(f"run [{market}]")
+        click.echo(f"materializing {', '.join(chosen)} into {settings.data_dir} (day {target})")
+        first = _first_load(settings, chosen)
+        for run in plan_runs(chosen, target, since.date() if since else None, full, jobs, first):
+            job = definitions.resolve_job_def(run.job)
+            progress = Progress(run.label, click.echo, checks)
+            selection = select_assets(job, names)
+            succeeded = run_job(job, instance, run, selection, progress, by_executor)
+            if not succeeded and not progress.failed_steps:
+                progress.failed_steps.append(f"run [{run.label}]")
             failed += progress.failed_steps
     for line in _summary(checks, failed, time.monotonic() - started):
         click.echo(line)
     if failed or checks.failed:
         sys.exit(1)
+
+
+def _first_load(settings: PipelineSettings, markets: list[str]) -> bool:
+    """No instruments of these markets are stored yet (a new warehouse, or a new market)."""
+    from pipelines.catalog import INSTRUMENTS
+
+    manifest = settings.warehouse.read_manifest()
+    stored = set(manifest.markets(INSTRUMENTS.name)) if manifest else set()
+    return not set(markets) <= stored
+
+
+def _job_names(definitions: dg.Definitions) -> list[str]:
+    from pipelines.schedules import DAILY_JOB, NEWS_JOB
+
+    available = {job.name for job in definitions.get_repository_def().get_all_jobs()}
+    return [name for name in (NEWS_JOB, DAILY_JOB) if name in available]
+
+
+def _selects(definitions: dg.Definitions, job: str, names: list[str]) -> bool:
+    keys = definitions.resolve_job_def(job).asset_layer.executable_asset_keys
+    return any(k.to_user_string() in names or k.path[-1] in names for k in keys)
+
+
+def _refuse_unknown(definitions: dg.Definitions, names: list[str]) -> None:
+    keys = {
+        k
+        for job in _job_names(definitions)
+        for k in definitions.resolve_job_def(job).asset_layer.executable_asset_keys
+    }
+    available = ", ".join(sorted(k.to_user_string() for k in keys))
+    raise click.BadParameter(
+        f"unknown assets {sorted(names)}; available: {available}", param_hint="--select"
+    )

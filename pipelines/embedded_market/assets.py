@@ -1,27 +1,17 @@
-"""The `embedded_market_files` asset: writes one market partition of the embedded market."""
+"""The embedded market's assets: price files through the run's day, news feeds as of now."""
 
 # No `from __future__ import annotations` here: Dagster inspects the context annotation at runtime.
 
-from datetime import UTC, datetime, time
+from datetime import date
+from typing import Any
 
 import dagster as dg
 
-from pipelines.embedded_market.market import write_embedded_market
+from pipelines.embedded_market.market import write_embedded_news, write_embedded_prices
 from pipelines.embedded_market.universe import split_instruments
-from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.partitions import DAILY_PARTITIONS
+from pipelines.runs import RunOptions, run_days, single_run
 from pipelines.settings import PipelineSettings
-
-
-def resolve_as_of(settings: PipelineSettings, now: datetime) -> datetime:
-    """Now floored to the hour, or the end date's last second when one is set (never after now).
-
-    Flooring to the hour makes repeated runs within an hour no-ops (the generator is idempotent).
-    """
-    floored = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    if settings.end_date is None:
-        return floored
-    end = datetime.combine(settings.end_date, time(23, 59, 59), UTC)
-    return min(end, floored)
 
 
 def instruments_for(settings: PipelineSettings, market: str) -> int | None:
@@ -31,45 +21,82 @@ def instruments_for(settings: PipelineSettings, market: str) -> int | None:
     return split_instruments(settings.instruments)[market]
 
 
-def build_embedded_market_asset(settings: PipelineSettings) -> dg.AssetsDefinition:
-    """The asset, with `settings` bound by closure (nothing reads the environment here)."""
+def price_day(settings: PipelineSettings, day: date) -> date:
+    """The last day to write: the run's day, never after the configured end date."""
+    return min(day, settings.end_date) if settings.end_date else day
+
+
+def build_embedded_prices_asset(settings: PipelineSettings) -> dg.AssetsDefinition:
+    """`embedded_market_prices`: instruments and one price file per trading day, through the run's
+    day (a new day writes one file per market)."""
+
+    def build() -> dg.AssetsDefinition:
+        @dg.asset(
+            name="embedded_market_prices",
+            partitions_def=DAILY_PARTITIONS,
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            group_name="sources",
+            description=(
+                "Deterministic embedded market: instrument lists and daily price files of every "
+                "market, in the file-drop layout under the embedded sources folder."
+            ),
+        )
+        def embedded_market_prices(
+            context: dg.AssetExecutionContext, run_options: RunOptions
+        ) -> dg.MaterializeResult:
+            through = price_day(settings, run_days(context).through)
+            written: dict[str, Any] = {}
+            for market in run_options.markets:
+                manifest = write_embedded_prices(
+                    settings.embedded_dir,
+                    market,
+                    seed=settings.seed,
+                    through=through,
+                    instruments=instruments_for(settings, market),
+                )
+                written[market] = {
+                    "instruments": manifest.instruments,
+                    "last_day": manifest.last_date,
+                }
+            return dg.MaterializeResult(
+                metadata={
+                    "root": dg.MetadataValue.path(str(settings.embedded_dir)),
+                    "through": through.isoformat(),
+                    "markets": dg.MetadataValue.json(written),
+                }
+            )
+
+        return embedded_market_prices
+
+    return single_run(build)
+
+
+def build_embedded_news_asset(settings: PipelineSettings) -> dg.AssetsDefinition:
+    """`embedded_market_news`: every market's feeds as they stand now (stories are published
+    through the day, by the clock or `MI_NOW`)."""
 
     @dg.asset(
-        name="embedded_market_files",
-        partitions_def=MARKET_PARTITIONS,
+        name="embedded_market_news",
         group_name="sources",
         description=(
-            "Deterministic embedded market: instruments, daily prices and news feeds of one market, "
-            "written in the file-drop layout under the embedded sources folder."
+            "Deterministic embedded market: each market's RSS and Atom feeds as of now (current "
+            "documents and monthly archives) under the embedded sources folder."
         ),
     )
-    def embedded_market_files(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        market = context.partition_key
-        manifest = write_embedded_market(
-            settings.embedded_dir,
-            market,
-            seed=settings.seed,
-            as_of=resolve_as_of(settings, datetime.now(UTC)),
-            instruments=instruments_for(settings, market),
-        )
+    def embedded_market_news(run_options: RunOptions) -> dg.MaterializeResult:
+        now = settings.news_now()
+        written: dict[str, Any] = {}
+        for market in run_options.markets:
+            manifest = write_embedded_news(
+                settings.embedded_dir,
+                market,
+                seed=settings.seed,
+                now=now,
+                instruments=instruments_for(settings, market),
+            )
+            written[market] = {"items": manifest.news_items, "files": len(manifest.files)}
         return dg.MaterializeResult(
-            metadata={
-                "root": dg.MetadataValue.path(str(settings.embedded_dir)),
-                "as_of": manifest.as_of,
-                "files": len(manifest.files),
-                "instruments": manifest.instruments,
-                "bars": manifest.bars,
-                "news_items": manifest.news_items,
-                "defects": len(manifest.defects),
-                "defect_list": dg.MetadataValue.json(
-                    [
-                        {"kind": d.kind, "path": d.path, "location": d.location}
-                        for d in manifest.defects
-                    ]
-                ),
-                "first_date": manifest.first_date,
-                "last_date": manifest.last_date,
-            }
+            metadata={"now": now.isoformat(), "markets": dg.MetadataValue.json(written)}
         )
 
-    return embedded_market_files
+    return embedded_market_news

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.embedded_market.assets import build_embedded_market_asset
+from pipelines.embedded_market.assets import build_embedded_news_asset, build_embedded_prices_asset
 from pipelines.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """The `embedded_market_files` asset bound to `settings`."""
-    return dg.Definitions(assets=[build_embedded_market_asset(settings)])
+    """The embedded market's price and news assets bound to `settings` (embedded mode only)."""
+    if settings.sources_config is not None:
+        return dg.Definitions()
+    return dg.Definitions(
+        assets=[build_embedded_prices_asset(settings), build_embedded_news_asset(settings)]
+    )

@@ -51,18 +51,21 @@ class ShardWork:
         return read_symbols(self.tx.store.storage, table, self.stored[table.name], symbols, since)
 
 
-@dataclass
-class DomainRun:
-    """What one domain did in one market: symbols per mode, files written."""
+@dataclass(frozen=True)
+class ShardResult:
+    """What a domain wrote for one shard: the new files of its tables, and the rows it computed
+    (by table: every row of the symbols it recomputed; what the checks look at)."""
 
-    market: str
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
-    shards_written: int = 0
-    shards_kept: int = 0
+    files: Mapping[str, Files]
+    rows: Mapping[str, pl.DataFrame]
 
 
-Update = Callable[[ShardWork], Mapping[str, Files]]
-"""A domain's work on one shard: the shard's new files of every table it writes."""
+Update = Callable[[ShardWork], ShardResult]
+"""A domain's work on one shard."""
+Check = Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]
+"""A property of a shard's computed rows (by table): the rows that break it."""
+SHOWN_OFFENDING = 20
+"""Offending rows a check keeps across shards (enough to diagnose; memory stays bounded)."""
 
 
 @dataclass(frozen=True)
@@ -76,12 +79,39 @@ class Domain:
     version: Callable[[], str]
     """The code version its state is computed with (a change recomputes every symbol)."""
     update: Update
+    checks: Mapping[tuple[str, str], Check] = field(default_factory=dict)
+    """(asset, check name) -> the property, run on every shard's computed rows."""
+
+
+@dataclass
+class DomainRun:
+    """What one domain did in one market: symbols per mode, rows computed, check outcomes."""
+
+    market: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
+    rows: dict[str, int] = field(default_factory=dict)
+    """Rows computed per table (the recomputed symbols' rows)."""
+    offending: dict[tuple[str, str], pl.DataFrame] = field(default_factory=dict)
+    """The first offending rows of every check (empty when it holds)."""
+    offending_count: dict[tuple[str, str], int] = field(default_factory=dict)
+    shards_written: int = 0
+    shards_kept: int = 0
+
+    def record(self, domain: Domain, rows: Mapping[str, pl.DataFrame]) -> None:
+        for name, frame in rows.items():
+            self.rows[name] = self.rows.get(name, 0) + frame.height
+        for key, check in domain.checks.items():
+            found = check(rows)
+            self.offending_count[key] = self.offending_count.get(key, 0) + found.height
+            before = self.offending.get(key)
+            shown = found if before is None else pl.concat([before, found], how="diagonal_relaxed")
+            self.offending[key] = shown.head(SHOWN_OFFENDING)
 
 
 def run_market(tx: RunTransaction, market: str, domain: Domain, full: bool = False) -> DomainRun:
     """Run the domain's update on every shard of `market` with something to do, then stage each
     table's complete set of files (shards left alone keep theirs)."""
-    state_table, version, update = domain.state, domain.version(), domain.update
+    state_table, version = domain.state, domain.version()
     prices = by_shard(tx.partitions(PRICE_STATE.name, market))
     stored = {t.name: by_shard(tx.partitions(t.name, market)) for t in domain.tables}
     result = DomainRun(market)
@@ -98,10 +128,11 @@ def run_market(tx: RunTransaction, market: str, domain: Domain, full: bool = Fal
             for name in out:
                 out[name] |= own[name]
             continue
-        written = update(ShardWork(tx, shard, modes, price_state, state, own))
+        written = domain.update(ShardWork(tx, shard, modes, price_state, state, own))
         result.shards_written += 1
+        result.record(domain, written.rows)
         for name in out:
-            out[name] |= written.get(name, own[name])
+            out[name] |= written.files.get(name, own[name])
     for name, files in out.items():
         tx.stage(name, market, files)
     return result

@@ -2,10 +2,11 @@
 
 import dagster as dg
 
-from pipelines.indicators.assets import indicator_snapshots
+from pipelines.indicators.assets import build_indicator_snapshots
 from pipelines.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """`indicator_snapshots` (per market, from `daily_prices`); the IO manager comes from the root."""
-    return dg.Definitions(assets=[indicator_snapshots])
+    """`indicator_snapshots` (every market, from `daily_prices`); resources come from the root."""
+    del settings  # the domain reads only the warehouse
+    return dg.Definitions(assets=[build_indicator_snapshots()])

@@ -9,9 +9,9 @@ import polars as pl
 from pipelines.catalog import INDICATOR_SNAPSHOTS
 from pipelines.catalog.state import INDICATOR_STATE
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
-from pipelines.incremental.runner import Domain, Files, ShardWork
+from pipelines.incremental.runner import Domain, ShardResult, ShardWork
 from pipelines.incremental.tables import rewrite_snapshot
-from pipelines.indicators import all_periods, fibonacci, kernels, panel, recursive
+from pipelines.indicators import all_periods, checks, fibonacci, kernels, panel, recursive
 from pipelines.indicators.panel import PERIOD_MAX, to_panels
 
 CONTEXT_BARS = PERIOD_MAX + 5
@@ -23,7 +23,7 @@ def version() -> str:
     return code_version(recursive, all_periods, kernels, panel, fibonacci)
 
 
-def update_shard(work: ShardWork) -> dict[str, Files]:
+def update_shard(work: ShardWork) -> ShardResult:
     """The shard's new snapshot and state files: full symbols from their first bar, appended ones
     from their carried state and their last CONTEXT_BARS bars."""
     full, appended = work.symbols(FULL), work.symbols(APPEND)
@@ -35,24 +35,13 @@ def update_shard(work: ShardWork) -> dict[str, Files]:
     snapshots = pl.concat([p[0] for p in parts]) if parts else INDICATOR_SNAPSHOTS.empty()
     states = pl.concat([p[1] for p in parts]) if parts else INDICATOR_STATE.empty()
     replaced = [*full, *appended, *work.symbols(REMOVED)]
-    return {
-        INDICATOR_SNAPSHOTS.name: rewrite_snapshot(
-            work.tx,
-            INDICATOR_SNAPSHOTS,
-            work.shard,
-            work.stored[INDICATOR_SNAPSHOTS.name],
-            snapshots,
-            replaced,
-        ),
-        INDICATOR_STATE.name: rewrite_snapshot(
-            work.tx,
-            INDICATOR_STATE,
-            work.shard,
-            work.stored[INDICATOR_STATE.name],
-            states,
-            replaced,
-        ),
+    files = {
+        table.name: rewrite_snapshot(
+            work.tx, table, work.shard, work.stored[table.name], frame, replaced
+        )
+        for table, frame in ((INDICATOR_SNAPSHOTS, snapshots), (INDICATOR_STATE, states))
     }
+    return ShardResult(files, {INDICATOR_SNAPSHOTS.name: snapshots})
 
 
 def _computed(
@@ -108,4 +97,5 @@ INDICATORS = Domain(
     state=INDICATOR_STATE,
     version=version,
     update=update_shard,
+    checks={(INDICATOR_SNAPSHOTS.name, name): check for name, (_, check) in checks.CHECKS.items()},
 )

@@ -1,4 +1,4 @@
-"""Dagster adapters of the instruments domain: the `instruments` + `instrument_rejects` multi-asset."""
+"""Dagster adapter of the instruments domain: the `instruments` + `instrument_rejects` multi-asset."""
 
 from collections.abc import Iterator
 
@@ -7,14 +7,16 @@ import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
 from pipelines.instruments.validate import validate_instruments
-from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices import checks
-from pipelines.prices.assets import EMBEDDED_FILES, check_result, rejects_result
+from pipelines.prices.assets import EMBEDDED_PRICES, check_result, rejects_result
 from pipelines.prices.sources.config import SourceRegistry
+from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.warehouse.resource import WarehouseResource
 
 
 def build_instruments(embedded: bool) -> dg.AssetsDefinition:
-    """The multi-asset; in embedded mode it waits for the embedded market's files of its partition."""
+    """The multi-asset; in embedded mode it waits for the embedded market's files."""
     specs = [
         dg.AssetCheckSpec(
             "unique_symbol", asset="instruments", description="Each symbol once per market."
@@ -24,43 +26,53 @@ def build_instruments(embedded: bool) -> dg.AssetsDefinition:
         ),
     ]
 
-    @dg.multi_asset(
-        name="raw_instruments",
-        outs={
-            "instruments": dg.AssetOut(key="instruments", description=INSTRUMENTS.description),
-            "instrument_rejects": dg.AssetOut(
-                key="instrument_rejects", description=INSTRUMENT_REJECTS.description
-            ),
-        },
-        deps=[EMBEDDED_FILES] if embedded else [],
-        partitions_def=MARKET_PARTITIONS,
-        check_specs=specs,
-        required_resource_keys={"price_sources"},
-        group_name="raw",
-    )
-    def raw_instruments(
-        context: dg.AssetExecutionContext,
-    ) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-        market = context.partition_key
-        registry: SourceRegistry = context.resources.price_sources
-        source = registry.for_market(market)
-        clean, rejects = validate_instruments(source.instruments(market), market, source.name)
-        yield dg.Output(
-            clean,
-            output_name="instruments",
-            metadata={
-                "dagster/row_count": clean.height,
-                "rejects": rejects.height,
-                "connector": source.name,
-            },
+    def build() -> dg.AssetsDefinition:
+        @dg.multi_asset(
+            name="raw_instruments",
+            specs=[
+                dg.AssetSpec(
+                    INSTRUMENTS.name,
+                    description=INSTRUMENTS.description,
+                    deps=[EMBEDDED_PRICES] if embedded else [],
+                ),
+                dg.AssetSpec(INSTRUMENT_REJECTS.name, description=INSTRUMENT_REJECTS.description),
+            ],
+            partitions_def=DAILY_PARTITIONS,
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            check_specs=specs,
+            group_name="raw",
         )
-        yield dg.Output(
-            rejects,
-            output_name="instrument_rejects",
-            metadata={"dagster/row_count": rejects.height},
-        )
-        duplicates = checks.duplicate_keys(clean, ["symbol"])
-        yield check_result("unique_symbol", "instruments", duplicates, dg.AssetCheckSeverity.ERROR)
-        yield rejects_result("instrument_rejects", rejects)
+        def raw_instruments(
+            context: dg.AssetExecutionContext,
+            price_sources: dg.ResourceParam[SourceRegistry],
+            warehouse: WarehouseResource,
+            run_options: RunOptions,
+        ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+            tx = warehouse.transaction(context.run_id, step_name(context))
+            cleans, rejected = [], []
+            for market in run_options.markets:
+                source = price_sources.for_market(market)
+                clean, rejects = validate_instruments(
+                    source.instruments(market), market, source.name
+                )
+                for table, frame in ((INSTRUMENTS, clean), (INSTRUMENT_REJECTS, rejects)):
+                    tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})
+                cleans.append(clean)
+                rejected.append(rejects)
+            clean, rejects = pl.concat(cleans), pl.concat(rejected)
+            yield dg.MaterializeResult(
+                asset_key=INSTRUMENTS.name,
+                metadata={"dagster/row_count": clean.height, "rejects": rejects.height},
+            )
+            yield dg.MaterializeResult(
+                asset_key=INSTRUMENT_REJECTS.name, metadata={"dagster/row_count": rejects.height}
+            )
+            duplicates = checks.duplicate_keys(clean, ["market", "symbol"])
+            yield check_result(
+                "unique_symbol", "instruments", duplicates, dg.AssetCheckSeverity.ERROR
+            )
+            yield rejects_result("instrument_rejects", rejects)
 
-    return raw_instruments
+        return raw_instruments
+
+    return single_run(build)

@@ -1,4 +1,4 @@
-"""The raw news multi-asset (raw_news + news_rejects per market) and its checks."""
+"""The raw news multi-asset (raw_news + news_rejects, every market) of the news refresh, and its checks."""
 
 # No `from __future__ import annotations`: Dagster reads the asset's annotations at definition time.
 
@@ -7,44 +7,50 @@ from datetime import datetime
 from typing import Any
 
 import dagster as dg
+import polars as pl
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
+from pipelines.incremental.tables import stored_rows
 from pipelines.news import checks
-from pipelines.news.batch import RawNewsBatch, build_batch
 from pipelines.news.config import NewsPolicy
 from pipelines.news.sources import NewsSource
-from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.news.update import MarketNews, update_news
+from pipelines.runs import RunOptions, step_name
+from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.staging import RunTransaction
 
 RAW_NEWS_KEY = dg.AssetKey(RAW_NEWS.name)
 NEWS_REJECTS_KEY = dg.AssetKey(NEWS_REJECTS.name)
-EMBEDDED_MARKET_FILES_KEY = dg.AssetKey("embedded_market_files")
-"""The embedded market generator's asset (another domain), named here so it is not imported."""
-
-DUPLICATES_SHOWN = 20
+EMBEDDED_NEWS = dg.AssetKey("embedded_market_news")
+"""The embedded market generator's feeds asset (another domain), named here so it is not imported."""
 
 CHECKS: dict[str, tuple[dg.AssetKey, str]] = {
     "article_id_unique": (RAW_NEWS_KEY, "No two articles share an article_id."),
     "articles_complete": (RAW_NEWS_KEY, "Every article has a publication instant and a body."),
-    "fresh": (RAW_NEWS_KEY, "The newest article is within the configured number of hours."),
+    "fresh": (
+        RAW_NEWS_KEY,
+        "Every market's newest article is within the configured number of hours.",
+    ),
     "no_rejects": (
         NEWS_REJECTS_KEY,
-        "No feed or item was rejected (WARN lists reasons by count).",
+        "No feed or item read by this refresh was rejected (WARN lists reasons by count).",
     ),
 }
 
 
 def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
-    """raw_news and news_rejects, read together; embedded mode waits for the generated files."""
-    deps = [EMBEDDED_MARKET_FILES_KEY] if embedded else []
+    """raw_news and news_rejects of every market, read together; embedded mode waits for the feeds."""
 
     @dg.multi_asset(
         name="news_ingestion",
-        outs={
-            RAW_NEWS.name: dg.AssetOut(description=RAW_NEWS.description, is_required=True),
-            NEWS_REJECTS.name: dg.AssetOut(description=NEWS_REJECTS.description, is_required=True),
-        },
-        deps=deps,
-        partitions_def=MARKET_PARTITIONS,
+        specs=[
+            dg.AssetSpec(
+                RAW_NEWS.name,
+                description=RAW_NEWS.description,
+                deps=[EMBEDDED_NEWS] if embedded else [],
+            ),
+            dg.AssetSpec(NEWS_REJECTS.name, description=NEWS_REJECTS.description),
+        ],
         group_name="news",
         check_specs=[
             dg.AssetCheckSpec(name, asset=key, description=text)
@@ -55,68 +61,79 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext,
         news_source: dg.ResourceParam[NewsSource],
         news_policy: dg.ResourceParam[NewsPolicy],
-    ) -> Iterator[dg.Output[object] | dg.AssetCheckResult]:
-        market = context.partition_key
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        tx = warehouse.transaction(context.run_id, step_name(context))
         now = news_policy.now()
-        batch = build_batch(market, news_source.documents(market), news_policy.parse_policy(now))
-        context.log.info(f"news {market}: {_summary(batch)}")
-        yield dg.Output(batch.articles, RAW_NEWS.name, metadata=_articles_metadata(batch))
-        yield dg.Output(batch.rejects, NEWS_REJECTS.name, metadata=_rejects_metadata(batch))
-        yield from _check_results(batch, news_policy, now)
+        parse = news_policy.parse_policy(now)
+        results = {
+            market: update_news(tx, news_source, market, parse, run_options.full)
+            for market in run_options.markets
+        }
+        for market, result in results.items():
+            context.log.info(f"news {market}: {_summary(result)}")
+        yield dg.MaterializeResult(asset_key=RAW_NEWS_KEY, metadata=_articles_metadata(results))
+        rejects = pl.concat([r.batch.rejects for r in results.values()])
+        yield dg.MaterializeResult(
+            asset_key=NEWS_REJECTS_KEY,
+            metadata={"rejects_read": rejects.height, "documents": _documents(results)},
+        )
+        yield from _check_results(tx, results, rejects, news_policy, now)
 
     return news_ingestion
 
 
-def _summary(batch: RawNewsBatch) -> str:
+def _summary(result: MarketNews) -> str:
+    batch = result.batch
     return (
-        f"{batch.feeds} feeds, {batch.items_read} items read, {batch.articles.height} articles, "
-        f"{len(batch.duplicates)} duplicates merged, {batch.rejects.height} rejects"
+        f"{result.documents}, {batch.items_read} items read, {batch.articles.height} new articles, "
+        f"{len(batch.duplicates)} duplicates or already stored, {batch.rejects.height} rejects"
     )
 
 
-def _articles_metadata(batch: RawNewsBatch) -> dict[str, Any]:
-    newest = batch.newest
+def _documents(results: dict[str, MarketNews]) -> dg.MetadataValue:
+    return dg.MetadataValue.json({m: r.documents for m, r in results.items()})
+
+
+def _articles_metadata(results: dict[str, MarketNews]) -> dict[str, Any]:
+    new = sum(r.batch.articles.height for r in results.values())
+    newest = max((n for r in results.values() if (n := r.batch.newest)), default=None)
     return {
-        "feeds": batch.feeds,
-        "items_read": batch.items_read,
-        "unique_articles": batch.articles.height,
-        "duplicates_merged": len(batch.duplicates),
-        "item_rejects": batch.item_rejects,
-        "feed_rejects": batch.rejects.height - batch.item_rejects,
-        "newest_item": dg.MetadataValue.timestamp(newest) if newest else None,
-        "duplicates": [
-            {
-                "article_id": d.article_id,
-                "feed": d.feed,
-                "location": d.location,
-                "kept_feed": d.kept_feed,
-            }
-            for d in batch.duplicates[:DUPLICATES_SHOWN]
-        ],
+        "dagster/row_count": sum(r.stored for r in results.values()),
+        "new_articles": new,
+        "items_read": sum(r.batch.items_read for r in results.values()),
+        "documents": _documents(results),
+        "newest_new_item": dg.MetadataValue.timestamp(newest) if newest else None,
     }
 
 
-def _rejects_metadata(batch: RawNewsBatch) -> dict[str, Any]:
-    return {"rejects": batch.rejects.height, "items_read": batch.items_read, "feeds": batch.feeds}
-
-
 def _check_results(
-    batch: RawNewsBatch, policy: NewsPolicy, now: datetime
+    tx: RunTransaction,
+    results: dict[str, MarketNews],
+    rejects: pl.DataFrame,
+    policy: NewsPolicy,
+    now: datetime,
 ) -> Iterator[dg.AssetCheckResult]:
+    stored = pl.concat([stored_rows(tx, RAW_NEWS, m) for m in results])
+    new = pl.concat([r.batch.articles for r in results.values()])
+    freshness = [
+        checks.fresh(_newest(stored.filter(pl.col("market") == m)), now, policy.freshness_hours)
+        for m in results
+    ]
     outcomes = {
-        "article_id_unique": (
-            checks.article_id_unique(batch.articles),
-            dg.AssetCheckSeverity.ERROR,
-        ),
-        "articles_complete": (
-            checks.articles_complete(batch.articles),
-            dg.AssetCheckSeverity.ERROR,
-        ),
+        "article_id_unique": (checks.article_id_unique(stored), dg.AssetCheckSeverity.ERROR),
+        "articles_complete": (checks.articles_complete(new), dg.AssetCheckSeverity.ERROR),
         "fresh": (
-            checks.fresh(batch.newest, now, policy.freshness_hours),
+            checks.Outcome(
+                passed=all(f.passed for f in freshness),
+                metadata={
+                    "markets": {m: f.metadata for m, f in zip(results, freshness, strict=True)}
+                },
+            ),
             dg.AssetCheckSeverity.WARN,
         ),
-        "no_rejects": (checks.no_rejects(batch.rejects), dg.AssetCheckSeverity.WARN),
+        "no_rejects": (checks.no_rejects(rejects), dg.AssetCheckSeverity.WARN),
     }
     for name, (outcome, severity) in outcomes.items():
         yield dg.AssetCheckResult(
@@ -126,3 +143,8 @@ def _check_results(
             severity=severity,
             metadata=outcome.metadata,
         )
+
+
+def _newest(articles: pl.DataFrame) -> datetime | None:
+    value = articles.get_column("published_at").max()
+    return value if isinstance(value, datetime) else None

@@ -52,9 +52,16 @@ class RawNewsBatch:
 
 
 def build_batch(
-    market: str, documents: Iterable[FeedDocument], policy: ParsePolicy
+    market: str,
+    documents: Iterable[FeedDocument],
+    policy: ParsePolicy,
+    stored: pl.DataFrame | None = None,
 ) -> RawNewsBatch:
-    """Parse `documents` in `(feed, source)` order and merge items that are the same article."""
+    """Parse `documents` in `(feed, source)` order and merge items that are the same article.
+
+    With `stored` (raw_news rows kept from earlier reads), an item that is one of those articles
+    (the same guid or canonical link) counts as a duplicate too: `articles` holds new ones only.
+    """
     ordered = sorted(documents, key=lambda d: d.order)
     items: list[NewsItem] = []
     rejects: list[Reject] = []
@@ -64,7 +71,7 @@ def build_batch(
         items.extend(parsed.items)
         rejects.extend(parsed.rejects)
         items_read += parsed.items_read
-    articles, duplicates = deduplicate(items)
+    articles, duplicates = deduplicate(items, known_keys(stored))
     return RawNewsBatch(
         market=market,
         feeds=len(ordered),
@@ -75,28 +82,51 @@ def build_batch(
     )
 
 
-def deduplicate(items: Iterable[NewsItem]) -> tuple[list[NewsItem], list[Duplicate]]:
+STORED = "stored"
+"""`kept_feed` of a duplicate whose article was stored by an earlier read."""
+
+
+def known_keys(stored: pl.DataFrame | None) -> dict[str, str]:
+    """The identity keys ("guid:…", "link:…", "id:…") of stored articles, to their article_id."""
+    if stored is None or stored.is_empty():
+        return {}
+    rows = stored.select("article_id", "guid", "link").iter_rows()
+    keys: dict[str, str] = {}
+    for article_id, guid, link in rows:
+        keys[f"id:{article_id}"] = article_id
+        if guid:
+            keys[f"guid:{guid}"] = article_id
+        if link:
+            keys[f"link:{link}"] = article_id
+    return keys
+
+
+def deduplicate(
+    items: Iterable[NewsItem], known: dict[str, str] | None = None
+) -> tuple[list[NewsItem], list[Duplicate]]:
     """Keep the first item of each article; a later item with a known guid or link merges into it.
 
     The first item's `article_id` names the article; the keys of every merged item are learnt too,
-    so a chain (A shares a guid with B, B a link with C) is one article.
+    so a chain (A shares a guid with B, B a link with C) is one article. `known` holds the keys of
+    articles stored earlier: their items merge into them and are not kept again.
     """
     kept: dict[str, NewsItem] = {}
-    owner: dict[str, str] = {}  # "guid:…" / "link:…" -> article_id of the kept item
+    owner: dict[str, str] = dict(known or {})  # key -> article_id of the kept (or stored) item
     duplicates: list[Duplicate] = []
     for item in items:
         keys = _identity_keys(item)
         match = next((owner[k] for k in keys if k in owner), None)
-        if match is None and item.article_id in kept:
-            match = item.article_id  # a guid equal to another item's link hashes alike
+        if match is None and (item.article_id in kept or f"id:{item.article_id}" in owner):
+            match = owner.get(
+                f"id:{item.article_id}", item.article_id
+            )  # a guid equal to another item's link hashes alike
         if match is None:
             kept[item.article_id] = item
             match = item.article_id
         else:
-            first = kept[match]
-            duplicates.append(
-                Duplicate(match, item.feed, item.location, first.feed, first.location)
-            )
+            first = kept.get(match)
+            kept_feed, kept_at = (first.feed, first.location) if first else (STORED, STORED)
+            duplicates.append(Duplicate(match, item.feed, item.location, kept_feed, kept_at))
         owner.update(dict.fromkeys(keys, match))
     return list(kept.values()), duplicates
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -56,11 +56,14 @@ class NewsConfig:
 def load_news_config(settings: PipelineSettings) -> NewsConfig:
     """The sources TOML's `[news]` section, or the embedded file drop when there is no TOML."""
     if settings.sources_config is None:
-        return NewsConfig(FileDropNewsSource(settings.embedded_dir), NewsPolicy())
+        return NewsConfig(
+            FileDropNewsSource(settings.embedded_dir), NewsPolicy(clock=settings.news_now)
+        )
     path = settings.sources_config
     with path.open("rb") as handle:
         section = tomllib.load(handle).get("news", {})
-    return parse_news_section(section, base=path.parent)
+    config = parse_news_section(section, base=path.parent)
+    return NewsConfig(config.source, replace(config.policy, clock=settings.clock))
 
 
 def parse_news_section(section: Mapping[str, Any], base: Path) -> NewsConfig:

@@ -3,10 +3,20 @@
 # No `from __future__ import annotations`: Dagster reads the assets' annotations at definition time.
 
 from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
 
 import dagster as dg
 import polars as pl
 
+from pipelines.catalog import (
+    CURRENT_ACTIONS,
+    DAILY_PRICES,
+    INDICATOR_SNAPSHOTS,
+    INSTRUMENTS,
+    TREND_SEGMENTS,
+    Table,
+)
 from pipelines.catalog.newsroom import (
     BRIEFS,
     INSTRUMENT_ANALYSES,
@@ -14,12 +24,17 @@ from pipelines.catalog.newsroom import (
     SENTIMENT_DAILY,
     SENTIMENT_TOPICS,
 )
+from pipelines.catalog.state import BRIEFS_STATE
+from pipelines.incremental.tables import scan, stored_rows
 from pipelines.newsroom import analyses, checks
-from pipelines.newsroom.briefs import build_briefs
 from pipelines.newsroom.enrichment import Enricher
-from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
+from pipelines.newsroom.update import MarketBriefs, update_briefs, update_sentiment
+from pipelines.newsroom.writing.facts import MONTH_DAYS, RSI_PERIOD, SMA_PERIODS, WEEK_DAYS
 from pipelines.newsroom.writing.writer import Writer
-from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.partitions import DAILY_PARTITIONS
+from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.staging import RunTransaction
 
 BRIEFS_KEY = dg.AssetKey(BRIEFS.name)
 SENTIMENT_DAILY_KEY = dg.AssetKey(SENTIMENT_DAILY.name)
@@ -36,7 +51,7 @@ ANALYSIS_INPUTS = (
     "current_actions",
     "briefs",
 )
-"""The tables the analyses' facts come from (same market partition)."""
+"""The tables the analyses' facts come from."""
 
 BRIEF_CHECKS = {
     "sentiment_finite": "No sentiment is NaN or infinite.",
@@ -78,6 +93,7 @@ def _result(
 def brief_check_results(
     briefs: pl.DataFrame, instruments: pl.DataFrame
 ) -> Iterator[dg.AssetCheckResult]:
+    """The checks of the briefs a refresh wrote (ids also against the briefs kept before)."""
     error = dg.AssetCheckSeverity.ERROR
     yield _result(BRIEFS_KEY, "sentiment_finite", checks.non_finite_sentiment(briefs), error)
     yield _result(BRIEFS_KEY, "sentiment_in_range", checks.sentiment_out_of_range(briefs), error)
@@ -85,21 +101,17 @@ def brief_check_results(
     yield _result(BRIEFS_KEY, "symbols_are_instruments", unknown, error)
     values = checks.disallowed_values(briefs)
     yield _result(BRIEFS_KEY, "enrichment_values_allowed", values, error)
-    repeated = checks.duplicate_keys(briefs, ["article_id"])
+    repeated = checks.duplicate_keys(briefs, ["market", "article_id"])
     yield _result(BRIEFS_KEY, "article_id_unique", repeated, error)
 
 
 def build_briefs_asset() -> dg.AssetsDefinition:
-    """`briefs` per market from raw_news and instruments, enriched by the `newsroom_enricher`."""
+    """`briefs` of every market: articles without a brief yet, tagged and enriched."""
 
     @dg.asset(
         name=BRIEFS.name,
         description=BRIEFS.description,
-        ins={
-            "raw_news": dg.AssetIn(key=RAW_NEWS_KEY),
-            "instruments": dg.AssetIn(key=INSTRUMENTS_KEY),
-        },
-        partitions_def=MARKET_PARTITIONS,
+        deps=[RAW_NEWS_KEY, INSTRUMENTS_KEY],
         group_name="newsroom",
         check_specs=[
             dg.AssetCheckSpec(name, asset=BRIEFS_KEY, description=text)
@@ -108,30 +120,40 @@ def build_briefs_asset() -> dg.AssetsDefinition:
     )
     def briefs(
         context: dg.AssetExecutionContext,
-        raw_news: pl.DataFrame,
-        instruments: pl.DataFrame,
         newsroom_enricher: dg.ResourceParam[Enricher],
-    ) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-        market = context.partition_key
-        frame = build_briefs(raw_news, instruments, market, newsroom_enricher)
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        tx = warehouse.transaction(context.run_id, step_name(context))
+        written, instruments = [], []
+        total = 0
+        for market in run_options.markets:
+            listed = stored_rows(tx, INSTRUMENTS, market)
+            result = update_briefs(tx, newsroom_enricher, market, listed, run_options.full)
+            context.log.info(
+                f"briefs {market}: {result.enriched.height} enriched"
+                f"{' (every article: first run, new instruments or new code)' if result.everything else ''}"
+            )
+            written.append(result.enriched)
+            instruments.append(listed)
+            total += result.stored
+        frame = pl.concat(written)
         by_enricher = dict(frame.group_by("enricher").len().rows())
-        context.log.info(f"briefs {market}: {frame.height} briefs, enriched by {by_enricher}")
-        yield dg.Output(
-            frame,
+        yield dg.MaterializeResult(
+            asset_key=BRIEFS_KEY,
             metadata={
-                "dagster/row_count": frame.height,
-                "tagged": frame.filter(pl.col("symbols").list.len() > 0).height,
+                "dagster/row_count": total,
+                "enriched": frame.height,
                 "enriched_by": dg.MetadataValue.json(by_enricher),
             },
         )
-        market_instruments = instruments.filter(pl.col("market") == market)
-        yield from brief_check_results(frame, market_instruments)
+        yield from brief_check_results(frame, pl.concat(instruments))
 
     return briefs
 
 
 def build_sentiment_assets() -> dg.AssetsDefinition:
-    """`sentiment_daily` and `sentiment_topics` per market, both counted from `briefs`."""
+    """`sentiment_daily` and `sentiment_topics` of every market, recounted for the days touched."""
     specs = [
         dg.AssetCheckSpec(name, asset=SENTIMENT_DAILY_KEY, description=text)
         for name, text in DAILY_CHECKS.items()
@@ -142,26 +164,34 @@ def build_sentiment_assets() -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name="newsroom_sentiment",
-        outs={
-            SENTIMENT_DAILY.name: dg.AssetOut(description=SENTIMENT_DAILY.description),
-            SENTIMENT_TOPICS.name: dg.AssetOut(description=SENTIMENT_TOPICS.description),
-        },
-        ins={"briefs": dg.AssetIn(key=BRIEFS_KEY)},
-        partitions_def=MARKET_PARTITIONS,
+        specs=[
+            dg.AssetSpec(
+                SENTIMENT_DAILY.name, description=SENTIMENT_DAILY.description, deps=[BRIEFS_KEY]
+            ),
+            dg.AssetSpec(
+                SENTIMENT_TOPICS.name, description=SENTIMENT_TOPICS.description, deps=[BRIEFS_KEY]
+            ),
+        ],
         group_name="newsroom",
         check_specs=specs,
     )
     def newsroom_sentiment(
-        briefs: pl.DataFrame,
-    ) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-        daily = sentiment_daily(briefs)
-        topics = sentiment_topics(briefs)
-        yield dg.Output(daily, SENTIMENT_DAILY.name, metadata={"dagster/row_count": daily.height})
-        yield dg.Output(
-            topics, SENTIMENT_TOPICS.name, metadata={"dagster/row_count": topics.height}
-        )
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, run_options: RunOptions
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        tx = warehouse.transaction(context.run_id, step_name(context))
+        recounted = [
+            update_sentiment(tx, market, _briefs_written(tx, market, run_options.full))
+            for market in run_options.markets
+        ]
+        daily = pl.concat([d for d, _ in recounted])
+        topics = pl.concat([t for _, t in recounted])
+        for table in (SENTIMENT_DAILY, SENTIMENT_TOPICS):
+            total = sum(
+                e.rows for m in run_options.markets for e in tx.partitions(table.name, m).values()
+            )
+            yield dg.MaterializeResult(asset_key=table.name, metadata={"dagster/row_count": total})
         error = dg.AssetCheckSeverity.ERROR
-        key = ["symbol", "date"]
+        key = ["market", "symbol", "date"]
         yield _result(SENTIMENT_DAILY_KEY, "total_is_sum", checks.total_not_sum(daily), error)
         repeated = checks.duplicate_keys(daily, key)
         yield _result(SENTIMENT_DAILY_KEY, "unique_symbol_date", repeated, error)
@@ -171,8 +201,26 @@ def build_sentiment_assets() -> dg.AssetsDefinition:
     return newsroom_sentiment
 
 
+def _briefs_written(tx: RunTransaction, market: str, full: bool) -> MarketBriefs:
+    """What the briefs step of this run wrote for `market`: the briefs new to the table."""
+    briefs = stored_rows(tx, BRIEFS, market)
+    committed = tx.manifest.partitions(BRIEFS.name, market) if tx.manifest and not full else {}
+    before = scan(tx.store.storage, committed.values(), BRIEFS).select("article_id").collect()
+    everything = full or not committed or _rewritten(tx, market)
+    new = briefs if everything else briefs.join(before, on="article_id", how="anti")
+    return MarketBriefs(new, everything, briefs.height)
+
+
+def _rewritten(tx: RunTransaction, market: str) -> bool:
+    """The briefs of `market` were all written again by this run (the state says so)."""
+    committed = tx.manifest.partitions(BRIEFS_STATE.name, market) if tx.manifest else {}
+    before = scan(tx.store.storage, committed.values(), BRIEFS_STATE).collect()
+    return not before.equals(stored_rows(tx, BRIEFS_STATE, market))
+
+
 def build_analyses_assets() -> dg.AssetsDefinition:
-    """`instrument_analyses` and `market_summaries` per market, written by `newsroom_writer`."""
+    """`instrument_analyses` and `market_summaries` of every analysed market, written by
+    `newsroom_writer` from the run's tables and the briefs of the latest refresh."""
     specs = [
         dg.AssetCheckSpec(name, asset=ANALYSES_KEY, description=text)
         for name, text in ANALYSIS_CHECKS.items()
@@ -181,56 +229,122 @@ def build_analyses_assets() -> dg.AssetsDefinition:
         for name, text in SUMMARY_CHECKS.items()
     ]
 
-    @dg.multi_asset(
-        name="newsroom_analyses",
-        outs={
-            INSTRUMENT_ANALYSES.name: dg.AssetOut(description=INSTRUMENT_ANALYSES.description),
-            MARKET_SUMMARIES.name: dg.AssetOut(description=MARKET_SUMMARIES.description),
-        },
-        ins={name: dg.AssetIn(key=dg.AssetKey(name)) for name in ANALYSIS_INPUTS},
-        partitions_def=MARKET_PARTITIONS,
-        group_name="newsroom",
-        check_specs=specs,
-    )
-    def newsroom_analyses(
-        context: dg.AssetExecutionContext,
-        daily_prices: pl.DataFrame,
-        instruments: pl.DataFrame,
-        indicator_snapshots: pl.DataFrame,
-        trend_segments: pl.DataFrame,
-        current_actions: pl.DataFrame,
-        briefs: pl.DataFrame,
-        newsroom_writer: dg.ResourceParam[Writer],
-    ) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-        market = context.partition_key
-        tables = (daily_prices, instruments, indicator_snapshots, trend_segments, current_actions)
-        facts = analyses.gather_facts(market, *tables, briefs)
-        written = newsroom_writer.analyses(facts)
-        table = analyses.analyses_table(market, facts, written)
-        market_facts = analyses.gather_market_facts(market, facts, briefs)
-        summary = newsroom_writer.summaries([market_facts]) if market_facts else []
-        summaries = analyses.summaries_table(market, market_facts, summary[0] if summary else None)
-        by_writer = dict(table.group_by("writer").len().rows())
-        context.log.info(f"analyses {market}: {table.height} written by {by_writer}")
-        yield dg.Output(
-            table,
-            INSTRUMENT_ANALYSES.name,
-            metadata={
-                "dagster/row_count": table.height,
-                "writers": dg.MetadataValue.json(by_writer),
-            },
+    def build() -> dg.AssetsDefinition:
+        @dg.multi_asset(
+            name="newsroom_analyses",
+            specs=[
+                dg.AssetSpec(
+                    INSTRUMENT_ANALYSES.name,
+                    description=INSTRUMENT_ANALYSES.description,
+                    deps=list(ANALYSIS_INPUTS),
+                ),
+                dg.AssetSpec(
+                    MARKET_SUMMARIES.name,
+                    description=MARKET_SUMMARIES.description,
+                    deps=list(ANALYSIS_INPUTS),
+                ),
+            ],
+            partitions_def=DAILY_PARTITIONS,
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            group_name="newsroom",
+            check_specs=specs,
         )
-        yield dg.Output(
-            summaries, MARKET_SUMMARIES.name, metadata={"dagster/row_count": summaries.height}
-        )
-        error = dg.AssetCheckSeverity.ERROR
-        missing = analyses.missing_analyses(market, daily_prices, instruments, table)
-        yield _result(ANALYSES_KEY, "analysis_for_every_instrument", missing, error)
-        numbers = analyses.unsupported_numbers(table, facts)
-        yield _result(ANALYSES_KEY, "numbers_match_facts", numbers, error)
-        absent = analyses.missing_summary(market, market_facts, summaries)
-        yield _result(SUMMARIES_KEY, "summary_for_latest_day", absent, error)
-        numbers = analyses.unsupported_summary_numbers(summaries, market_facts)
-        yield _result(SUMMARIES_KEY, "numbers_match_facts", numbers, error)
+        def newsroom_analyses(
+            context: dg.AssetExecutionContext,
+            newsroom_writer: dg.ResourceParam[Writer],
+            warehouse: WarehouseResource,
+            run_options: RunOptions,
+        ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+            tx = warehouse.transaction(context.run_id, step_name(context))
+            written = [_write_market(tx, newsroom_writer, m) for m in run_options.markets]
+            tables = pl.concat([w[0] for w in written])
+            summaries = pl.concat([w[1] for w in written])
+            by_writer = dict(tables.group_by("writer").len().rows())
+            context.log.info(f"analyses: {tables.height} written by {by_writer}")
+            yield dg.MaterializeResult(
+                asset_key=ANALYSES_KEY,
+                metadata={
+                    "dagster/row_count": tables.height,
+                    "writers": dg.MetadataValue.json(by_writer),
+                },
+            )
+            yield dg.MaterializeResult(
+                asset_key=SUMMARIES_KEY, metadata={"dagster/row_count": summaries.height}
+            )
+            error = dg.AssetCheckSeverity.ERROR
+            for check, frames in (
+                ("analysis_for_every_instrument", [w[2] for w in written]),
+                ("numbers_match_facts", [w[3] for w in written]),
+            ):
+                yield _result(ANALYSES_KEY, check, pl.concat(frames, how="diagonal_relaxed"), error)
+            for check, frames in (
+                ("summary_for_latest_day", [w[4] for w in written]),
+                ("numbers_match_facts", [w[5] for w in written]),
+            ):
+                yield _result(
+                    SUMMARIES_KEY, check, pl.concat(frames, how="diagonal_relaxed"), error
+                )
 
-    return newsroom_analyses
+        return newsroom_analyses
+
+    return single_run(build)
+
+
+def _write_market(tx: RunTransaction, writer: Writer, market: str) -> tuple[pl.DataFrame, ...]:
+    """One market's analyses and summary staged; (analyses, summaries, and the four checks'
+    offending rows)."""
+    inputs = analysis_inputs(tx, market)
+    facts = analyses.gather_facts(market, *inputs)
+    table = analyses.analyses_table(market, facts, newsroom_texts(writer.analyses(facts)))
+    market_facts = analyses.gather_market_facts(market, facts, inputs[-1])
+    summary = writer.summaries([market_facts]) if market_facts else []
+    summaries = analyses.summaries_table(market, market_facts, summary[0] if summary else None)
+    for frame, target in ((table, INSTRUMENT_ANALYSES), (summaries, MARKET_SUMMARIES)):
+        tx.stage(target.name, market, {market: tx.write_file(target, market, frame)})
+    prices, instruments = inputs[0], inputs[1]
+    return (
+        table,
+        summaries,
+        analyses.missing_analyses(market, prices, instruments, table),
+        analyses.unsupported_numbers(table, facts),
+        analyses.missing_summary(market, market_facts, summaries),
+        analyses.unsupported_summary_numbers(summaries, market_facts),
+    )
+
+
+def newsroom_texts(written: list[Any]) -> list[tuple[str, str]]:
+    return [(w.text, w.writer) for w in written]
+
+
+def analysis_inputs(tx: RunTransaction, market: str) -> tuple[pl.DataFrame, ...]:
+    """What an analysis cites, read narrowly: the last 31 days of prices, the periods the facts
+    use, running trends, current actions and the last week of briefs (for an analysed market)."""
+    if market not in analyses.ANALYSED_MARKETS:
+        empty = (
+            DAILY_PRICES,
+            INSTRUMENTS,
+            INDICATOR_SNAPSHOTS,
+            TREND_SEGMENTS,
+            CURRENT_ACTIONS,
+            BRIEFS,
+        )
+        return tuple(t.empty() for t in empty)
+    storage = tx.store.storage
+
+    def lazy(table: Table) -> pl.LazyFrame:
+        return scan(storage, tx.partitions(table.name, market).values(), table)
+
+    prices = lazy(DAILY_PRICES)
+    newest = prices.select(pl.col("date").max()).collect().item()
+    recent = pl.col("date") >= (newest - timedelta(days=MONTH_DAYS + 1)) if newest else pl.lit(True)
+    periods = [RSI_PERIOD, *SMA_PERIODS]
+    briefs = lazy(BRIEFS)
+    week = pl.col("date") >= (newest - timedelta(days=WEEK_DAYS + 1)) if newest else pl.lit(True)
+    return (
+        prices.filter(recent).collect(),
+        stored_rows(tx, INSTRUMENTS, market),
+        lazy(INDICATOR_SNAPSHOTS).filter(pl.col("period").is_in(periods)).collect(),
+        lazy(TREND_SEGMENTS).filter("is_running").collect(),
+        lazy(CURRENT_ACTIONS).collect(),
+        briefs.filter(week).collect(),
+    )

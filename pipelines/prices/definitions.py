@@ -15,7 +15,7 @@ def build_defs(settings: PipelineSettings, sources: SourceRegistry | None = None
     return dg.Definitions(
         assets=[
             build_instruments(registry.embedded),
-            build_daily_prices(settings.warehouse, settings.end_date, registry.embedded),
+            build_daily_prices(registry.embedded),
         ],
         resources={"price_sources": registry},
     )

@@ -103,15 +103,21 @@ def update_market(tx: RunTransaction, source: PriceSource, request: Request) -> 
         in_shard = pl.col("symbol").is_in(pl.Series(symbols, dtype=pl.String).implode())
         known = state.filter(in_shard) if not full else PRICE_STATE.empty()
         gone = [] if full else _removed(state, shard, members)
-        change = _shard_change(tx, shard, stored_prices.get(shard, {}), clean.filter(in_shard), known, gone)  # fmt: skip
+        change = _shard_change(
+            tx, shard, stored_prices.get(shard, {}), clean.filter(in_shard), known, gone
+        )
         if change is None:
             prices_files |= stored_prices.get(shard, {})
             state_files |= stored_state.get(shard, {})
             continue
         rows, cutoffs, new_state = change
-        prices_files |= upsert_series(tx, DAILY_PRICES, shard, stored_prices.get(shard, {}), rows, cutoffs)  # fmt: skip
+        prices_files |= upsert_series(
+            tx, DAILY_PRICES, shard, stored_prices.get(shard, {}), rows, cutoffs
+        )
         replaced = list(cutoffs) + new_state["symbol"].to_list()
-        state_files |= rewrite_snapshot(tx, PRICE_STATE, shard, stored_state.get(shard, {}), new_state, replaced)  # fmt: skip
+        state_files |= rewrite_snapshot(
+            tx, PRICE_STATE, shard, stored_state.get(shard, {}), new_state, replaced
+        )
         _tally(result, known, new_state, gone, rows)
     tx.stage(DAILY_PRICES.name, market, prices_files)
     tx.stage(PRICE_STATE.name, market, state_files)
@@ -250,7 +256,7 @@ def _fetch(
         seen = _stored(tx, PRICE_FILES, request.market)
         new_symbols = set(request.symbols) - set(state["symbol"].to_list())
         everything = full or request.since is not None or bool(new_symbols)
-        wanted = listing if everything else _changed(listing, seen)
+        wanted = listing if everything else changed_files(listing, seen)
         raw = source.read_bars(request.market, [f.path for f in wanted])
         label = "every file" if everything else "new or changed files"
         return raw, wanted, {label: f"{len(wanted)} of {len(listing)} files"}
@@ -262,7 +268,8 @@ def _fetch(
     return RawBars.concat(parts), None, fetched
 
 
-def _changed(listing: Sequence[ListedFile], seen: pl.DataFrame) -> list[ListedFile]:
+def changed_files(listing: Sequence[ListedFile], seen: pl.DataFrame) -> list[ListedFile]:
+    """Files of `listing` not read yet, or changed (size or modification time) since they were."""
     before = {
         path: (size, mtime)
         for path, size, mtime in seen.select("path", "size", "mtime_ns").iter_rows()
@@ -286,7 +293,9 @@ def _http_plan(state: pl.DataFrame, request: Request, full: bool) -> dict[date |
 def _stage_rejects(tx: RunTransaction, market: str, rejects: pl.DataFrame, full: bool) -> None:
     """The rejects table is a log of what runs read: each rejected record once, where first seen."""
     stored = PRICE_REJECTS.empty() if full else _stored(tx, PRICE_REJECTS, market)
-    log = pl.concat([stored, rejects]).unique(["source", "location", "record", "reason"], keep="first", maintain_order=True)  # fmt: skip
+    log = pl.concat([stored, rejects]).unique(
+        ["source", "location", "record", "reason"], keep="first", maintain_order=True
+    )
     tx.stage(PRICE_REJECTS.name, market, {market: tx.write_file(PRICE_REJECTS, market, log)})
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import polars as pl
 
 from pipelines.simulator.scoring import ACTIONS
@@ -84,3 +86,56 @@ def bad_actions(frame: pl.DataFrame) -> pl.DataFrame:
 def score_out_of_range(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows whose score is not within 0..5."""
     return frame.filter(~pl.col("score").is_between(0.0, 5.0))
+
+
+Check = Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]
+CHECKS: dict[tuple[str, str], tuple[str, Check]] = {
+    ("backtest_trades", "finite_numbers"): (
+        "No NaN or infinite number.",
+        lambda t: non_finite(t["backtest_trades"]),
+    ),
+    ("backtest_trades", "trade_arithmetic"): (
+        "profit = (exit - entry) x units - fees; profit_percent = profit / spend x 100.",
+        lambda t: bad_trade_arithmetic(t["backtest_trades"]),
+    ),
+    ("backtest_trades", "days_in_trade_from_dates"): (
+        "days_in_trade = sell_date - start_date (>= 0 while open).",
+        lambda t: bad_trade_dates(t["backtest_trades"]),
+    ),
+    ("backtest_trades", "prices_within_high_low"): (
+        "lowest_price <= start_price, last_price <= highest_price.",
+        lambda t: prices_outside_range(t["backtest_trades"]),
+    ),
+    ("backtest_trades", "open_closed_consistent"): (
+        "Buy (open) trades have no exit; Sell (closed) trades have exit reason, price and date.",
+        lambda t: inconsistent_trade_state(t["backtest_trades"]),
+    ),
+    ("backtest_summaries", "finite_numbers"): (
+        "No NaN or infinite number.",
+        lambda t: non_finite(t["backtest_summaries"]),
+    ),
+    ("backtest_summaries", "counts_consistent"): (
+        "total = profitable + unprofitable = closed trades; total_profit = final - initial.",
+        lambda t: inconsistent_counts(t["backtest_summaries"], t["backtest_trades"]),
+    ),
+    ("current_actions", "action_values"): (
+        "action is Buy, Sell, Hold or Stay.",
+        lambda t: bad_actions(t["current_actions"]),
+    ),
+    ("scorecards", "finite_numbers"): (
+        "No NaN or infinite number.",
+        lambda t: non_finite(t["scorecards"]),
+    ),
+    ("scorecards", "score_range"): (
+        "score within 0..5.",
+        lambda t: score_out_of_range(t["scorecards"]),
+    ),
+    ("scorecards", "action_values"): (
+        "action is Buy, Sell, Hold or Stay.",
+        lambda t: bad_actions(t["scorecards"]),
+    ),
+    ("recommendations", "score_range"): (
+        "score within 0..5.",
+        lambda t: score_out_of_range(t["recommendations"]),
+    ),
+}

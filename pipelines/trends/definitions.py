@@ -3,9 +3,10 @@
 import dagster as dg
 
 from pipelines.settings import PipelineSettings
-from pipelines.trends.assets import trends
+from pipelines.trends.assets import build_trends
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """The trends multi-asset (per market, from `daily_prices`); the IO manager comes from the root."""
-    return dg.Definitions(assets=[trends])
+    """The trends multi-asset (every market, from `daily_prices`); resources come from the root."""
+    del settings  # the domain reads only the warehouse
+    return dg.Definitions(assets=[build_trends()])

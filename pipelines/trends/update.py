@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import date
 
 import polars as pl
@@ -10,9 +11,9 @@ import polars as pl
 from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
 from pipelines.catalog.state import TREND_STATE
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
-from pipelines.incremental.runner import Domain, Files, ShardWork
+from pipelines.incremental.runner import Check, Domain, ShardResult, ShardWork
 from pipelines.incremental.tables import EVERYTHING, rewrite_snapshot, upsert_series
-from pipelines.trends import frames, incremental, method
+from pipelines.trends import checks, frames, incremental, method
 
 
 def version() -> str:
@@ -20,7 +21,7 @@ def version() -> str:
     return code_version(method, frames, incremental)
 
 
-def update_shard(work: ShardWork) -> dict[str, Files]:
+def update_shard(work: ShardWork) -> ShardResult:
     """The shard's new trend files: young, full and revised symbols from their first bar, the
     others from their carried state."""
     now = int(time.time() * 1000)
@@ -47,7 +48,7 @@ def update_shard(work: ShardWork) -> dict[str, Files]:
     rows = _concat(history, TREND_HISTORY.empty())
     segs = _concat(segments, TREND_SEGMENTS.empty())
     state = _with_bookkeeping(work, states)
-    return {
+    files = {
         TREND_HISTORY.name: upsert_series(
             tx, TREND_HISTORY, shard, stored[TREND_HISTORY.name], rows, cutoffs
         ),
@@ -58,6 +59,7 @@ def update_shard(work: ShardWork) -> dict[str, Files]:
             tx, TREND_STATE, shard, stored[TREND_STATE.name], state, replaced
         ),
     }
+    return ShardResult(files, {TREND_HISTORY.name: rows, TREND_SEGMENTS.name: segs})
 
 
 def _appended(
@@ -90,10 +92,43 @@ def _with_bookkeeping(work: ShardWork, states: list[pl.DataFrame]) -> pl.DataFra
     return TREND_STATE.conform(frame.with_columns(code_version=pl.lit(version())))
 
 
+def _on(table: str, find: Callable[[pl.DataFrame], pl.DataFrame]) -> Check:
+    return lambda rows: find(rows[table]) if table in rows else pl.DataFrame()
+
+
+CHECKS: dict[tuple[str, str], tuple[str, Check]] = {
+    (TREND_HISTORY.name, "history_finite"): (
+        "No NaN or infinity in trend_history.",
+        _on(TREND_HISTORY.name, checks.non_finite),
+    ),
+    (TREND_HISTORY.name, "history_labels"): (
+        "trend and strength are allowed labels.",
+        _on(TREND_HISTORY.name, checks.bad_labels),
+    ),
+    (TREND_SEGMENTS.name, "segments_finite"): (
+        "No NaN or infinity in trend_segments.",
+        _on(TREND_SEGMENTS.name, checks.non_finite),
+    ),
+    (TREND_SEGMENTS.name, "segments_contiguous"): (
+        "Each segment starts on the bar where the previous one ended; numbered 0, 1, ...",
+        _on(TREND_SEGMENTS.name, checks.discontiguous),
+    ),
+    (TREND_SEGMENTS.name, "one_running_segment"): (
+        "Exactly one running segment per symbol, the newest.",
+        _on(TREND_SEGMENTS.name, checks.running_not_once),
+    ),
+    (TREND_SEGMENTS.name, "durations_and_extremes"): (
+        "trend_duration_days = calendar days start..end; extremes inside; peak_gain >= 0 >= peak_loss.",
+        _on(TREND_SEGMENTS.name, checks.wrong_durations),
+    ),
+}
+"""(asset, check) -> (description, property of a shard's recomputed rows)."""
+
 TRENDS = Domain(
     name="trends",
     tables=(TREND_HISTORY, TREND_SEGMENTS, TREND_STATE),
     state=TREND_STATE,
     version=version,
     update=update_shard,
+    checks={key: check for key, (_, check) in CHECKS.items()},
 )

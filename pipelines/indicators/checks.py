@@ -1,0 +1,57 @@
+"""Properties of indicator snapshots as pure functions: each returns the rows that break it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import polars as pl
+
+from pipelines.catalog import INDICATOR_SNAPSHOTS
+from pipelines.indicators.all_periods import FLAT_MEMBERS
+
+BOUNDED = ("rsi", "adx", "stoch_k", "stoch_d")
+"""Oscillators whose values lie in 0..100."""
+PERIODS = 364
+
+
+def non_finite_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows with NaN or infinity in any indicator column."""
+    bad = pl.any_horizontal(~pl.col(c).is_finite() for c in FLAT_MEMBERS)
+    return frame.filter(bad.fill_null(False))
+
+
+def out_of_range_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows whose oscillators leave 0..100."""
+    bad = pl.any_horizontal(~pl.col(c).is_between(0.0, 100.0) for c in BOUNDED)
+    return frame.filter(bad.fill_null(False)).select("symbol", "period", *BOUNDED)
+
+
+def incomplete_symbols(frame: pl.DataFrame, periods: int = PERIODS) -> pl.DataFrame:
+    """Symbols without exactly one row per period."""
+    counts = frame.group_by("symbol").agg(
+        pl.len().alias("rows"), pl.col("period").n_unique().alias("periods")
+    )
+    return counts.filter((pl.col("rows") != periods) | (pl.col("periods") != periods))
+
+
+def _on_snapshots(
+    find: Callable[[pl.DataFrame], pl.DataFrame],
+) -> Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]:
+    return lambda rows: find(rows.get(INDICATOR_SNAPSHOTS.name, INDICATOR_SNAPSHOTS.empty()))
+
+
+CHECKS = {
+    "finite_values": (
+        "No NaN or infinity in any indicator column (missing values are null).",
+        _on_snapshots(non_finite_rows),
+    ),
+    "oscillators_in_0_100": (
+        "rsi, adx, stoch_k and stoch_d lie in 0..100.",
+        _on_snapshots(out_of_range_rows),
+    ),
+    "every_period_per_symbol": (
+        "Every symbol has exactly one row for each period 2..365.",
+        _on_snapshots(incomplete_symbols),
+    ),
+}
+"""Check name -> (description, property over a shard's computed rows by table)."""

@@ -1,0 +1,91 @@
+"""One market's raw news brought up to now: read the feed documents that changed, keep new articles only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import polars as pl
+
+from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
+from pipelines.catalog.state import NEWS_FILES
+from pipelines.incremental.tables import stored_rows
+from pipelines.news.batch import RawNewsBatch, build_batch
+from pipelines.news.model import FeedDocument
+from pipelines.news.parse import ParsePolicy
+from pipelines.news.sources import NewsSource
+from pipelines.prices.update import ListedFile, changed_files
+from pipelines.warehouse.staging import RunTransaction
+
+
+@runtime_checkable
+class ListedNewsSource(Protocol):
+    """A source of feed files (the file drop): a refresh reads only documents new or changed."""
+
+    def listing(self, market: str) -> Sequence[ListedFile]: ...
+
+    def documents_at(self, market: str, paths: Sequence[str]) -> list[FeedDocument]: ...
+
+
+@dataclass(frozen=True)
+class MarketNews:
+    """What one refresh read of one market and what it kept."""
+
+    batch: RawNewsBatch
+    """Articles new to the warehouse, and the rejects of what was read."""
+    documents: str
+    """What was read, in words (for metadata)."""
+    stored: int
+    """Articles in the table after this refresh."""
+
+
+def update_news(
+    tx: RunTransaction, source: NewsSource, market: str, policy: ParsePolicy, full: bool
+) -> MarketNews:
+    """Read the market's feeds (only documents new or changed since the last refresh when the
+    source lists files), keep the articles not stored yet, and stage raw_news, news_rejects and
+    the files read."""
+    stored = RAW_NEWS.empty() if full else stored_rows(tx, RAW_NEWS, market)
+    documents, read, described = _documents(tx, source, market, full or stored.is_empty())
+    batch = build_batch(market, documents, policy, stored)
+    articles = pl.concat([stored, batch.articles])
+    tx.stage(RAW_NEWS.name, market, {market: tx.write_file(RAW_NEWS, market, articles)})
+    rejects = NEWS_REJECTS.empty() if full else stored_rows(tx, NEWS_REJECTS, market)
+    log = pl.concat([rejects, batch.rejects]).unique(
+        ["record", "reason"], keep="first", maintain_order=True
+    )
+    tx.stage(NEWS_REJECTS.name, market, {market: tx.write_file(NEWS_REJECTS, market, log)})
+    if read is not None:
+        _stage_files_read(tx, market, read, full)
+    return MarketNews(batch, described, articles.height)
+
+
+def _documents(
+    tx: RunTransaction, source: NewsSource, market: str, everything: bool
+) -> tuple[list[FeedDocument], list[ListedFile] | None, str]:
+    if not isinstance(source, ListedNewsSource):
+        documents = source.documents(market)
+        return documents, None, f"{len(documents)} feeds"
+    listing = list(source.listing(market))
+    seen = stored_rows(tx, NEWS_FILES, market)
+    wanted = listing if everything else changed_files(listing, seen)
+    documents = source.documents_at(market, [f.path for f in wanted])
+    return documents, wanted, f"{len(wanted)} of {len(listing)} documents"
+
+
+def _stage_files_read(
+    tx: RunTransaction, market: str, read: Sequence[ListedFile], full: bool
+) -> None:
+    done = pl.DataFrame(
+        {
+            "market": market,
+            "path": [f.path for f in read],
+            "size": [f.size for f in read],
+            "mtime_ns": [f.mtime_ns for f in read],
+        },
+        schema=NEWS_FILES.schema,
+    )
+    stored = NEWS_FILES.empty() if full else stored_rows(tx, NEWS_FILES, market)
+    frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
+    tx.stage(NEWS_FILES.name, market, {market: tx.write_file(NEWS_FILES, market, frame)})

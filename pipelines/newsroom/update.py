@@ -1,0 +1,90 @@
+"""The newsroom's tables updated by a news refresh: new articles enriched, the days they touch recounted."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import polars as pl
+
+from pipelines.catalog import BRIEFS, RAW_NEWS, SENTIMENT_DAILY, SENTIMENT_TOPICS
+from pipelines.catalog.state import BRIEFS_STATE
+from pipelines.incremental.modes import code_version
+from pipelines.incremental.tables import stored_rows
+from pipelines.newsroom import briefs as briefs_module
+from pipelines.newsroom import enrichment, lexicon, tagging, terms, topics
+from pipelines.newsroom.briefs import build_briefs
+from pipelines.newsroom.enrichment import Enricher
+from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
+from pipelines.warehouse.staging import RunTransaction
+
+
+def version() -> str:
+    """The code briefs are tagged and enriched with: a change re-enriches every article once."""
+    return code_version(briefs_module, enrichment, lexicon, tagging, terms, topics)
+
+
+def instruments_hash(instruments: pl.DataFrame) -> str:
+    """Changes whenever the instruments a market's articles are tagged with do."""
+    rows = instruments.select("symbol", "name").sort("symbol").iter_rows()
+    return hashlib.sha256("\n".join(f"{s}\t{n}" for s, n in rows).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class MarketBriefs:
+    """What one refresh did to one market's briefs."""
+
+    enriched: pl.DataFrame
+    """The briefs this refresh wrote (every brief when `everything`)."""
+    everything: bool
+    """The market's articles were all enriched again (first refresh, new instruments, new code)."""
+    stored: int
+
+
+def update_briefs(
+    tx: RunTransaction,
+    enricher: Enricher,
+    market: str,
+    instruments: pl.DataFrame,
+    full: bool,
+) -> MarketBriefs:
+    """Enrich the market's articles that have no brief yet (all of them when the instruments or
+    the code changed since the briefs were written) and stage briefs and their state."""
+    wanted = pl.DataFrame(
+        {
+            "market": [market],
+            "instruments": [instruments_hash(instruments)],
+            "code_version": [version()],
+        }
+    )
+    state = stored_rows(tx, BRIEFS_STATE, market)
+    everything = full or not state.equals(BRIEFS_STATE.conform(wanted))
+    stored = BRIEFS.empty() if everything else stored_rows(tx, BRIEFS, market)
+    articles = stored_rows(tx, RAW_NEWS, market)
+    new = articles.join(stored.select("article_id"), on="article_id", how="anti")
+    enriched = build_briefs(new, instruments, market, enricher)
+    briefs = pl.concat([stored, enriched])
+    tx.stage(BRIEFS.name, market, {market: tx.write_file(BRIEFS, market, briefs)})
+    tx.stage(BRIEFS_STATE.name, market, {market: tx.write_file(BRIEFS_STATE, market, wanted)})
+    return MarketBriefs(enriched, everything, briefs.height)
+
+
+def update_sentiment(
+    tx: RunTransaction, market: str, changed: MarketBriefs
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Recount the (symbol, day) rows of the days the refresh's briefs fall on (every day when
+    every brief was rewritten); stage both tables; return the rows recounted."""
+    briefs = stored_rows(tx, BRIEFS, market)
+    days = pl.Series("date", changed.enriched["date"].unique().to_list(), dtype=pl.Date)
+    if not changed.everything:
+        briefs = briefs.filter(pl.col("date").is_in(days.implode()))
+    daily, topics_ = sentiment_daily(briefs), sentiment_topics(briefs)
+    for table, recounted in ((SENTIMENT_DAILY, daily), (SENTIMENT_TOPICS, topics_)):
+        kept = (
+            table.empty()
+            if changed.everything
+            else stored_rows(tx, table, market).filter(~pl.col("date").is_in(days.implode()))
+        )
+        frame = pl.concat([kept, recounted]).sort(["symbol", "date"], descending=[False, True])
+        tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})
+    return daily, topics_

@@ -1,0 +1,189 @@
+"""The trade simulator on one shard: signals carried from state, every window re-simulated from them.
+
+A backtest window of `years` starts that many years before the symbol's last day, so each new day
+moves every window: its run is replayed over the window from the stored bars and the stored
+per-bar signals (the compiled engine makes that cheap), while the signals themselves, which
+depend on the whole history through the recursive indicators, are carried from state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from pipelines.catalog import INSTRUMENTS, TREND_SEGMENTS, Table
+from pipelines.catalog import trades as catalog
+from pipelines.catalog.state import SIGNAL_STATE, STRATEGY_SIGNALS
+from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
+from pipelines.incremental.runner import Domain, Files, ShardResult, ShardWork
+from pipelines.incremental.tables import (
+    EVERYTHING,
+    read_symbols,
+    rewrite_snapshot,
+    scan,
+    upsert_series,
+)
+from pipelines.indicators import recursive
+from pipelines.simulator import (
+    backtests,
+    checks,
+    engine,
+    metrics,
+    scoring,
+    signals,
+    strategies,
+    trades,
+)
+from pipelines.simulator.engine import Costs
+from pipelines.simulator.strategies import STRATEGIES
+
+TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE)
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """Costs of every backtest and the strategies run."""
+
+    costs: Costs = field(default_factory=Costs)
+    strategies: tuple[str, ...] = STRATEGIES
+
+
+def version() -> str:
+    """The code the signals and backtests are computed with: a change recomputes every symbol."""
+    return code_version(recursive, signals, strategies, engine, backtests, trades, metrics, scoring)
+
+
+def simulator_domain(config: SimulatorConfig) -> Domain:
+    def update(work: ShardWork) -> ShardResult:
+        return update_shard(work, config)
+
+    return Domain(
+        name="trade_simulator",
+        tables=TABLES,
+        state=SIGNAL_STATE,
+        version=version,
+        update=update,
+        checks={key: check for key, (_, check) in checks.CHECKS.items()},
+    )
+
+
+def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
+    """The shard's new files: signals of full symbols from their first bar and of appended ones
+    from their state, then every window of both replayed; removed symbols dropped."""
+    full, appended, removed = work.symbols(FULL), work.symbols(APPEND), work.symbols(REMOVED)
+    state_rows, signal_rows = [], []
+    if full:
+        state, frame = signals.advance(
+            signals.empty(full), work.bars(full), np.zeros(len(full), np.int64)
+        )
+        state_rows.append(_state_frame(work, state, work.bars(full)))
+        signal_rows.append(frame)
+    if appended:
+        carried = work.state.filter(pl.col("symbol").is_in(appended)).sort("symbol")
+        since = dict(zip(carried["symbol"], carried["context_start"], strict=True))
+        context = work.bars(appended, since)
+        stored = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
+            pl.col("date") <= pl.col("last_date")
+        )
+        counts = carried.select("symbol").join(
+            stored.group_by("symbol").len(), on="symbol", how="left", maintain_order="left"
+        )
+        state, frame = signals.advance(
+            signals.from_frame(carried),
+            context,
+            counts["len"].fill_null(0).to_numpy().astype(np.int64),
+        )
+        state_rows.append(_state_frame(work, state, context))
+        signal_rows.append(frame)
+    processed = [*full, *appended]
+    new_signals = _conformed(signal_rows, STRATEGY_SIGNALS, work.shard.market)
+    cutoffs = dict.fromkeys([*full, *removed], EVERYTHING)
+    files = {
+        STRATEGY_SIGNALS.name: upsert_series(
+            work.tx,
+            STRATEGY_SIGNALS,
+            work.shard,
+            work.stored[STRATEGY_SIGNALS.name],
+            new_signals,
+            cutoffs,
+        )
+    }
+    tables = _backtests(work, processed, files[STRATEGY_SIGNALS.name], config)
+    tables[SIGNAL_STATE.name] = _conformed(state_rows, SIGNAL_STATE, work.shard.market)
+    replaced = [*processed, *removed]
+    for table in (*catalog.TABLES, SIGNAL_STATE):
+        files[table.name] = rewrite_snapshot(
+            work.tx, table, work.shard, work.stored[table.name], tables[table.name], replaced
+        )
+    return ShardResult(files, {t.name: tables[t.name] for t in catalog.TABLES})
+
+
+def _backtests(
+    work: ShardWork,
+    symbols: list[str],
+    signal_files: Files,
+    config: SimulatorConfig,
+) -> dict[str, pl.DataFrame]:
+    """The five tables of `symbols`: every window replayed from their bars and stored signals."""
+    if not symbols:
+        return {t.name: t.empty() for t in catalog.TABLES}
+    bars = work.bars(symbols)
+    stored = read_symbols(work.tx.store.storage, STRATEGY_SIGNALS, signal_files, symbols)
+    sim = backtests.simulate_with_signals(bars, stored, config.costs, config.strategies)
+    market = work.shard.market
+    wanted = pl.col("symbol").is_in(pl.Series(symbols, dtype=pl.String).implode())
+    instruments = (
+        scan(
+            work.tx.store.storage,
+            work.tx.partitions(INSTRUMENTS.name, market).values(),
+            INSTRUMENTS,
+        )
+        .filter(wanted)
+        .collect()
+    )
+    running = (
+        scan(
+            work.tx.store.storage,
+            work.tx.partitions(TREND_SEGMENTS.name, market).values(),
+            TREND_SEGMENTS,
+        )
+        .filter(wanted & pl.col("is_running"))
+        .collect()
+    )
+    actions = scoring.current_actions(sim)
+    cards = scoring.scorecards(sim.summaries, actions, instruments, running)
+    frames = {
+        catalog.BACKTEST_TRADES.name: sim.trades,
+        catalog.BACKTEST_SUMMARIES.name: sim.summaries,
+        catalog.CURRENT_ACTIONS.name: actions,
+        catalog.SCORECARDS.name: cards,
+        catalog.RECOMMENDATIONS.name: scoring.recommendations(cards),
+    }
+    return {
+        t.name: t.conform(frames[t.name].with_columns(market=pl.lit(market, pl.String)))
+        for t in catalog.TABLES
+    }
+
+
+def _state_frame(work: ShardWork, state: signals.SignalState, bars: pl.DataFrame) -> pl.DataFrame:
+    """Signal state rows with their bookkeeping: the prices they follow, where the next read starts."""
+    from_end = pl.int_range(pl.len(), 0, -1).over("symbol")
+    context = (
+        bars.filter(from_end <= signals.CONTEXT_BARS)
+        .group_by("symbol")
+        .agg(context_start=pl.col("date").min())
+    )
+    return (
+        signals.to_frame(state)
+        .join(work.prices.select("symbol", "history_id", "last_date"), on="symbol")
+        .join(context, on="symbol")
+        .with_columns(code_version=pl.lit(version()))
+    )
+
+
+def _conformed(frames: list[pl.DataFrame], table: Table, market: str) -> pl.DataFrame:
+    if not frames:
+        return table.empty()
+    return table.conform(pl.concat(frames).with_columns(market=pl.lit(market)))
