@@ -25,14 +25,37 @@ def snapshots(warehouse: Warehouse) -> pl.DataFrame:
 def test_days_appended_from_state_equal_one_full_run(tmp_path: Path, market: str) -> None:
     bars = walks(SYMBOLS, 900)
     # NEW lists late: its first run loads its whole (short) history.
-    source = Vendor(bars.filter((pl.col("symbol") != "NEW") | (pl.col("date") >= FIRST_DAY + timedelta(days=700))), market)  # fmt: skip
+    source = Vendor(
+        bars.filter(
+            (pl.col("symbol") != "NEW") | (pl.col("date") >= FIRST_DAY + timedelta(days=700))
+        ),
+        market,
+    )
     daily = Warehouse(tmp_path / "daily")
     modes = []
     for n, day in enumerate((600, 601, 602, 640, 760, 761, 899)):
-        runs = run_day(daily, source, SYMBOLS, FIRST_DAY + timedelta(days=day), f"d{n}", [INDICATORS], market, shard_symbols=2)  # fmt: skip
+        runs = run_day(
+            daily,
+            source,
+            SYMBOLS,
+            FIRST_DAY + timedelta(days=day),
+            f"d{n}",
+            [INDICATORS],
+            market,
+            shard_symbols=2,
+        )
         modes.append(runs[0].counts)
     once = Warehouse(tmp_path / "once")
-    run_day(once, source, SYMBOLS, FIRST_DAY + timedelta(days=899), "once", [INDICATORS], market, shard_symbols=2)  # fmt: skip
+    run_day(
+        once,
+        source,
+        SYMBOLS,
+        FIRST_DAY + timedelta(days=899),
+        "once",
+        [INDICATORS],
+        market,
+        shard_symbols=2,
+    )
     assert snapshots(daily).equals(snapshots(once))
     assert modes[0][FULL] == 3
     assert modes[1][APPEND] + modes[1][UNCHANGED] == 3  # a weekend brings stocks no bar
@@ -47,10 +70,12 @@ def test_a_symbol_whose_bars_are_revised_is_recomputed_from_its_first_bar(tmp_pa
         warehouse, Vendor(bars), SYMBOLS[:2], FIRST_DAY + timedelta(days=400), "a", [INDICATORS]
     )
     revised = bars.with_columns(
-        close=pl.when((pl.col("symbol") == "AAA") & (pl.col("date") == FIRST_DAY + timedelta(days=400)))
+        close=pl.when(
+            (pl.col("symbol") == "AAA") & (pl.col("date") == FIRST_DAY + timedelta(days=400))
+        )
         .then(pl.col("close") * 1.001)
         .otherwise(pl.col("close"))
-    )  # fmt: skip
+    )
     runs = run_day(
         warehouse, Vendor(revised), SYMBOLS[:2], FIRST_DAY + timedelta(days=420), "b", [INDICATORS]
     )

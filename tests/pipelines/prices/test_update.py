@@ -193,10 +193,18 @@ def test_rejects_are_kept_once_each_across_runs(warehouse: Warehouse) -> None:
         def daily_bars(self, market: str, symbols: Sequence[str], since: date | None) -> RawBars:
             good = super().daily_bars(market, symbols, since)
             bad = pl.DataFrame(
-                [{"symbol": "BTC", "date": "junk", "open": "1", "high": "1", "low": "1"}
-                 | {"close": "1", "volume": "1", "source": "mem", "location": "x", "record": "junk"}],
+                [
+                    {"symbol": "BTC", "date": "junk", "open": "1", "high": "1", "low": "1"}
+                    | {
+                        "close": "1",
+                        "volume": "1",
+                        "source": "mem",
+                        "location": "x",
+                        "record": "junk",
+                    }
+                ],
                 schema=RAW_BARS_SCHEMA,
-            )  # fmt: skip
+            )
             return RawBars(pl.concat([good.rows, bad]))
 
     source = Messy({"BTC": [1.0, 2.0]})

@@ -33,10 +33,28 @@ def test_days_appended_from_state_equal_one_full_run(tmp_path: Path, market: str
     daily = Warehouse(tmp_path / "daily")
     counts = []
     for n, day in enumerate((500, 501, 502, 503, 560, 561, 860, 999)):
-        runs = run_day(daily, source, SYMBOLS, FIRST_DAY + timedelta(days=day), f"d{n}", [TRENDS], market, shard_symbols=2)  # fmt: skip
+        runs = run_day(
+            daily,
+            source,
+            SYMBOLS,
+            FIRST_DAY + timedelta(days=day),
+            f"d{n}",
+            [TRENDS],
+            market,
+            shard_symbols=2,
+        )
         counts.append(runs[0].counts)
     once = Warehouse(tmp_path / "once")
-    run_day(once, source, SYMBOLS, FIRST_DAY + timedelta(days=999), "once", [TRENDS], market, shard_symbols=2)  # fmt: skip
+    run_day(
+        once,
+        source,
+        SYMBOLS,
+        FIRST_DAY + timedelta(days=999),
+        "once",
+        [TRENDS],
+        market,
+        shard_symbols=2,
+    )
     history, segments = tables(daily)
     expected_history, expected_segments = tables(once)
     assert history.equals(expected_history)
