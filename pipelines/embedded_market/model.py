@@ -1,21 +1,27 @@
-"""The price model: a regime-switching factor GARCH-t with jumps, simulated from a fixed anchor date.
+"""The price model: a regime-switching factor GARCH-t with jumps, stepped one day at a time from ANCHOR.
 
-Every simulated day draws its random numbers from `default_rng([seed, market, day ordinal])`, and
-the simulation always starts at `ANCHOR`, so the bar of a given (instrument, day) never depends on
-the end date: advancing `as_of` appends bars and leaves history untouched.
+Every simulated day draws its random numbers from `default_rng([seed, market, day ordinal])` and
+updates a carried state (`SimState`), so the bar of a given (instrument, day) never depends on the
+end date or on how many calls it took to get there: advancing the last day steps the stored state
+and appends bars, and history stays untouched.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+import numba
 import numpy as np
 
+from pipelines.catalog import WEEKDAY_MARKETS
 from pipelines.embedded_market.universe import Universe
 
 ANCHOR = date(2013, 1, 1)
-"""First simulated day, for every market and every end date."""
+"""First simulated day, for every market, every history start and every end date."""
+HISTORY_START = date(2022, 1, 1)
+"""First day of the written history by default: a fixed day, so advancing the end never drops a bar."""
 
 SIDEWAYS, UP, DOWN = 0, 1, 2
 
@@ -71,6 +77,8 @@ DYNAMICS: dict[str, Dynamics] = {
 
 SIDEWAYS_WEIGHT = 0.8
 """On a regime switch, weight of sideways against up + down = 1 (the current regime is excluded)."""
+PER_UNIT_VOLUME = ("crypto", "stocks")
+"""Markets whose volume is counted in units of the instrument (a turnover divided by the close)."""
 
 
 def _stationary(duration: np.ndarray) -> np.ndarray:
@@ -94,18 +102,310 @@ def _switch_weights(regime: np.ndarray, deviation: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
+def trading_days(start: date, end: date, weekdays_only: bool) -> list[date]:
+    """Every calendar day from start to end inclusive, or only Monday to Friday."""
+    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    return [d for d in days if d.weekday() < 5] if weekdays_only else days
+
+
+def last_trading_day(day: date, weekdays_only: bool) -> date:
+    """`day`, or the Friday before it when it is a weekend day of a weekday market."""
+    if weekdays_only and day.weekday() >= 5:
+        return day - timedelta(days=day.weekday() - 4)
+    return day
+
+
+def next_trading_day(day: date, weekdays_only: bool) -> date:
+    """`day`, or the Monday after it when it is a weekend day of a weekday market."""
+    if weekdays_only and day.weekday() >= 5:
+        return day + timedelta(days=7 - day.weekday())
+    return day
+
+
+@dataclass
+class SimState:
+    """Running state of one market's simulation after `day` (arrays over the universe)."""
+
+    day: date
+    """Last simulated day; the day before ANCHOR before the first step."""
+    x: np.ndarray
+    """Log close."""
+    h: np.ndarray
+    """Idiosyncratic GARCH variance (unit unconditional)."""
+    regime: np.ndarray
+    log_volume: np.ndarray
+    """Slow AR(1) component of log volume."""
+    factor: np.ndarray
+    """Market factor: GARCH variance, regime, cumulative level in volatility units (shape 3)."""
+
+    @classmethod
+    def initial(cls, universe: Universe) -> SimState:
+        n = len(universe)
+        return cls(
+            day=ANCHOR - timedelta(days=1),
+            x=np.log(universe.price),
+            h=np.ones(n),
+            regime=np.zeros(n, dtype=np.int64),
+            log_volume=np.zeros(n),
+            factor=np.array([1.0, float(SIDEWAYS), 0.0]),
+        )
+
+    def copy(self) -> SimState:
+        return SimState(
+            self.day,
+            self.x.copy(),
+            self.h.copy(),
+            self.regime.copy(),
+            self.log_volume.copy(),
+            self.factor.copy(),
+        )
+
+
+# Rows of the day buffer the kernel fills.
+OPEN, HIGH, LOW, CLOSE, VOLUME, RETURN, _PREVIOUS, _SIGMA = range(8)
+
+
+@dataclass(frozen=True)
+class Day:
+    """One simulated trading day of one market (views into the stepper's buffer: copy to keep)."""
+
+    day: date
+    bars: np.ndarray
+    """Rows OPEN, HIGH, LOW, CLOSE (prices) and VOLUME (units, integral) when the bar was kept;
+    RETURN (close-to-close log return) and CLOSE when it was kept or recorded."""
+
+
+class Stepper:
+    """Advances one market's `SimState` a trading day at a time (the state is updated in place)."""
+
+    def __init__(self, universe: Universe, seed: int, market_index: int, state: SimState) -> None:
+        dyn = DYNAMICS[universe.market]
+        self.universe = universe
+        self.seed = seed
+        self.market_index = market_index
+        self.state = state
+        self.weekdays_only = universe.market in WEEKDAY_MARKETS
+        vol = universe.vol / dyn.vol_scale()
+        self._constants = (
+            np.log(universe.price),
+            vol,
+            universe.rho * universe.sign,
+            np.sqrt(1 - universe.rho**2),
+            universe.volume_base,
+            1.0 / np.array(dyn.duration),
+            np.array([0.0, dyn.trend, -dyn.trend]),
+            np.array(dyn.regime_vol),
+            np.array(
+                [
+                    dyn.df,
+                    np.sqrt((dyn.df - 2) / dyn.df),
+                    dyn.alpha,
+                    dyn.beta,
+                    dyn.jump_prob,
+                    dyn.jump_size,
+                    dyn.steer,
+                    dyn.kappa,
+                    dyn.gap,
+                    dyn.range_scale,
+                    dyn.volume_beta,
+                    SIDEWAYS_WEIGHT,
+                    1.0 if universe.market in PER_UNIT_VOLUME else 0.0,
+                ]
+            ),
+        )
+        self._buffer = np.zeros((8, len(universe)))
+
+    def step(self, day: date, keep_bar: bool, record: bool = True) -> Day:
+        """Simulate `day` (the next trading day after the state's); intraday draws only if kept.
+
+        The bar's open, high, low and volume draw after every state draw of the day, so whether a
+        bar is kept never changes the state: the history does not depend on where it starts.
+        Without `record` (and without a kept bar) the day's return and close are not filled in.
+        """
+        rng = np.random.default_rng([self.seed, self.market_index, day.toordinal()])
+        s = self.state
+        _advance(
+            rng,
+            s.x,
+            s.h,
+            s.regime,
+            s.log_volume,
+            s.factor,
+            *self._constants,
+            keep_bar,
+            record or keep_bar,
+            self._buffer,
+        )
+        s.day = day
+        return Day(day, self._buffer)
+
+    def days_through(self, end: date) -> Iterator[date]:
+        """The trading days after the state's day, through `end`."""
+        first = self.state.day + timedelta(days=1)
+        return iter(trading_days(first, end, self.weekdays_only))
+
+
+@numba.njit(cache=True)
 def _next_regime(
-    regime: np.ndarray, u: np.ndarray, p_switch: np.ndarray, deviation: np.ndarray
-) -> np.ndarray:
-    """Switch with probability 1/duration of the current regime; `u` holds two uniforms per row."""
-    cumulative = np.cumsum(_switch_weights(regime, deviation), axis=1)
-    picked = np.minimum((u[1][:, None] > cumulative).sum(axis=1), 2)
-    return np.where(u[0] < p_switch[regime], picked, regime)
+    rng: np.random.Generator,
+    current: int,
+    p_switch: np.ndarray,
+    deviation: float,
+    sideways_weight: float,
+) -> int:
+    """Switch with probability 1/duration of the current regime, away from it, up rather than down
+    the further the price sits below its level (the second uniform is drawn only on a switch)."""
+    if rng.random() >= p_switch[current]:
+        return current
+    up = 1.0 / (1.0 + np.exp(min(30.0, max(-30.0, deviation))))
+    weights = np.array([sideways_weight, up, 1.0 - up])
+    weights[current] = 0.0
+    total = weights.sum()
+    u = rng.random()
+    first = weights[0] / total
+    second = (weights[0] + weights[1]) / total
+    return min(int(u > first) + int(u > second), 2)
+
+
+@numba.njit(cache=True)
+def _jump(rng: np.random.Generator, probability: float, smallest: float) -> float:
+    """A jump of +-(smallest + 2 Exp(1)), down with probability 0.55 (sign and size drawn only then)."""
+    if rng.random() >= probability:
+        return 0.0
+    sign = -1.0 if rng.random() < 0.55 else 1.0
+    return sign * (smallest + 2.0 * rng.standard_exponential())
+
+
+@numba.njit(nogil=True, cache=True)
+def _advance(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    h: np.ndarray,
+    regime: np.ndarray,
+    log_volume: np.ndarray,
+    factor: np.ndarray,
+    x_star: np.ndarray,
+    vol: np.ndarray,
+    load: np.ndarray,
+    idio: np.ndarray,
+    volume_base: np.ndarray,
+    p_switch: np.ndarray,
+    drift: np.ndarray,
+    gvol: np.ndarray,
+    par: np.ndarray,
+    keep_bar: bool,
+    record: bool,
+    out: np.ndarray,
+) -> None:
+    """One day of the model: the state in place, the day's bar (if kept) and return into `out`."""
+    df, tscale, alpha, beta = par[0], par[1], par[2], par[3]
+    jump_prob, jump_size, steer, kappa = par[4], par[5], par[6], par[7]
+    gap, range_scale, volume_beta, sideways_weight, per_unit = (
+        par[8],
+        par[9],
+        par[10],
+        par[11],
+        par[12],
+    )
+    n = x.shape[0]
+    # market factor: its draws come first, so the instruments' draws follow in a fixed order
+    hm, rm, level_m = factor[0], int(factor[1]), factor[2]
+    rm = _next_regime(rng, rm, p_switch, level_m / steer, sideways_weight)
+    jm = _jump(rng, jump_prob, jump_size)
+    em = np.sqrt(hm) * rng.standard_t(df) * tscale + jm
+    f = gvol[rm] * (drift[rm] + em)
+    for i in range(n):
+        deviation = (x[i] - x_star[i]) / (vol[i] * steer)
+        r = _next_regime(rng, regime[i], p_switch, deviation, sideways_weight)
+        regime[i] = r
+        jump = _jump(rng, jump_prob, jump_size)
+        e = np.sqrt(h[i]) * rng.standard_t(df) * tscale + jump
+        own = gvol[r] * (drift[r] + e)
+        sigma = vol[i] * np.sqrt((load[i] * gvol[rm]) ** 2 * hm + (idio[i] * gvol[r]) ** 2 * h[i])
+        ret = vol[i] * (load[i] * f + idio[i] * own) - kappa * (x[i] - x_star[i])
+        out[_PREVIOUS, i] = x[i]
+        out[_SIGMA, i] = sigma
+        out[RETURN, i] = ret
+        x[i] += ret
+        if record:
+            out[CLOSE, i] = np.exp(x[i])
+        h[i] = min(1.0 - alpha - beta + alpha * e * e + beta * h[i], 30.0)
+        log_volume[i] = 0.97 * log_volume[i] + 0.06 * rng.standard_normal()
+    factor[0] = min(1.0 - alpha - beta + alpha * em * em + beta * hm, 30.0)
+    factor[1] = rm
+    factor[2] = level_m + f
+    if not keep_bar:
+        return
+    for i in range(n):  # intraday draws: they feed no state
+        k0 = rng.standard_normal() if gap > 0.0 else 0.0
+        k1 = rng.standard_normal()
+        k2 = rng.standard_normal()
+        k3 = rng.standard_normal()
+        previous, close, sigma, ret = out[_PREVIOUS, i], x[i], out[_SIGMA, i], out[RETURN, i]
+        opening = previous + gap * sigma * k0
+        out[OPEN, i] = np.exp(opening)
+        out[HIGH, i] = np.exp(max(opening, close) + range_scale * sigma * abs(k1))
+        out[LOW, i] = np.exp(min(opening, close) - range_scale * sigma * abs(k2))
+        shock = abs(ret) / vol[i]
+        level = volume_beta * shock + 0.5 * np.log(sigma / vol[i]) + log_volume[i] + 0.2 * k3
+        volume = volume_base[i] * np.exp(level - 0.5)
+        if per_unit > 0.0:
+            volume = volume / out[CLOSE, i]  # quote-currency turnover -> units of the instrument
+        out[VOLUME, i] = max(np.rint(volume), 1.0)
+
+
+@dataclass(frozen=True)
+class Moves:
+    """What the newsroom needs of consecutive trading days: each day's return and close."""
+
+    days: np.ndarray
+    """Day ordinals, ascending (int64)."""
+    returns: np.ndarray
+    """Close-to-close log returns, shape (days, instruments)."""
+    closes: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> Moves:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros((0, n)), np.zeros((0, n)))
+
+    @classmethod
+    def collect(
+        cls, days: list[date], returns: list[np.ndarray], closes: list[np.ndarray], n: int
+    ) -> Moves:
+        if not days:
+            return cls.empty(n)
+        return cls(
+            np.array([d.toordinal() for d in days], dtype=np.int64),
+            np.stack(returns),
+            np.stack(closes),
+        )
+
+    def since(self, first: date) -> Moves:
+        """The days from `first` on."""
+        keep = self.days >= first.toordinal()
+        return Moves(self.days[keep], self.returns[keep], self.closes[keep])
+
+    def then(self, later: Moves) -> Moves:
+        """These days followed by `later`'s days after them."""
+        later = later.since(date.fromordinal(int(self.days[-1]) + 1)) if len(self.days) else later
+        return Moves(
+            np.concatenate([self.days, later.days]),
+            np.concatenate([self.returns, later.returns]),
+            np.concatenate([self.closes, later.closes]),
+        )
+
+    def starts_by(self, first: date) -> bool:
+        """Whether these days begin on `first` or earlier."""
+        return bool(len(self.days) and self.days[0] <= first.toordinal())
+
+    def covers(self, first: date, last: date) -> bool:
+        """Whether these days run from `first` or earlier through `last` or later."""
+        return self.starts_by(first) and bool(self.days[-1] >= last.toordinal())
 
 
 @dataclass(frozen=True)
 class Bars:
-    """Simulated daily bars over the window: arrays of shape (days, instruments)."""
+    """Simulated daily bars over a window: arrays of shape (days, instruments)."""
 
     days: list[date]
     open: np.ndarray
@@ -119,134 +419,34 @@ class Bars:
     """Each instrument's own regime per day: 0 sideways, 1 up, 2 down."""
 
 
-def trading_days(start: date, end: date, weekdays_only: bool) -> list[date]:
-    """Every calendar day from start to end inclusive, or only Monday to Friday."""
-    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
-    return [d for d in days if d.weekday() < 5] if weekdays_only else days
-
-
-@dataclass
-class _State:
-    """Running state of the simulation, carried from the anchor to the last day."""
-
-    x: np.ndarray  # log close
-    h: np.ndarray  # idiosyncratic GARCH variance (unit unconditional)
-    regime: np.ndarray
-    hm: float  # market-factor GARCH variance
-    regime_m: np.ndarray  # shape (1,)
-    level_m: float  # cumulative market factor, volatility units
-    log_volume: np.ndarray  # slow AR(1) component of log volume
-
-
 def simulate(
     universe: Universe, seed: int, market_index: int, days: list[date], start: date
 ) -> Bars:
-    """Simulate from ANCHOR through days[-1] and keep the bars dated `start` or later."""
-    dyn = DYNAMICS[universe.market]
-    n = len(universe)
-    x_star = np.log(universe.price)
-    vol = universe.vol / dyn.vol_scale()
-    state = _State(
-        x=x_star.copy(),
-        h=np.ones(n),
-        regime=np.zeros(n, dtype=np.int64),
-        hm=1.0,
-        regime_m=np.array([SIDEWAYS]),
-        level_m=0.0,
-        log_volume=np.zeros(n),
-    )
-    p_switch = 1.0 / np.array(dyn.duration)
-    drift = np.array([0.0, dyn.trend, -dyn.trend])
-    gvol = np.array(dyn.regime_vol)
-    tscale = np.sqrt((dyn.df - 2) / dyn.df)
-    idio = np.sqrt(1 - universe.rho**2)
-    load = universe.rho * universe.sign
+    """Simulate from ANCHOR through days[-1] and keep the bars dated `start` or later.
+
+    `days` are the market's trading days from ANCHOR (the kernel's own calendar; only the last one
+    is used). For analysis and tests: the generator writes files day by day instead.
+    """
+    stepper = Stepper(universe, seed, market_index, SimState.initial(universe))
     rows: list[np.ndarray] = []
     regimes: list[np.ndarray] = []
-    for day in days:
-        rng = np.random.default_rng([seed, market_index, day.toordinal()])
-        # market factor: scalar draws first, so per-instrument draws follow in a fixed order
-        um = rng.random(4)
-        zm = rng.standard_t(dyn.df) * tscale
-        jm = _jump(um[2], um[3], rng.standard_exponential(), dyn)
-        deviation_m = np.array([state.level_m / dyn.steer])
-        state.regime_m = _next_regime(state.regime_m, um[:2, None], p_switch, deviation_m)
-        rm = int(state.regime_m[0])
-        em = np.sqrt(state.hm) * zm + jm
-        factor = gvol[rm] * (drift[rm] + em)
-        state.level_m += factor
-        # instruments
-        u = rng.random((4, n))
-        z = rng.standard_t(dyn.df, size=n) * tscale
-        jumps = _jumps(u[2], u[3], rng.standard_exponential(n), dyn)
-        deviation = (state.x - x_star) / (vol * dyn.steer)
-        state.regime = _next_regime(state.regime, u[:2], p_switch, deviation)
-        e = np.sqrt(state.h) * z + jumps
-        own = gvol[state.regime] * (drift[state.regime] + e)
-        sigma = vol * np.sqrt(
-            (load * gvol[rm]) ** 2 * state.hm + (idio * gvol[state.regime]) ** 2 * state.h
-        )
-        ret = vol * (load * factor + idio * own) - dyn.kappa * (state.x - x_star)
-        prev_close = state.x
-        state.x = state.x + ret
-        state.h = np.minimum(1 - dyn.alpha - dyn.beta + dyn.alpha * e**2 + dyn.beta * state.h, 30.0)
-        state.hm = min(1 - dyn.alpha - dyn.beta + dyn.alpha * em**2 + dyn.beta * state.hm, 30.0)
-        state.log_volume = 0.97 * state.log_volume + 0.06 * rng.standard_normal(n)
+    kept: list[date] = []
+    for day in stepper.days_through(days[-1]):
+        bar = stepper.step(day, keep_bar=day >= start)
         if day >= start:
-            # intraday draws only on kept days: they feed no state, so history stays stable
-            rows.append(_bar(rng, prev_close, ret, sigma, state.log_volume, vol, dyn))
-            regimes.append(state.regime.astype(np.int8))
-    return _stack(rows, regimes, [d for d in days if d >= start], universe)
-
-
-def _jump(u_occurs: float, u_sign: float, size: float, dyn: Dynamics) -> float:
-    if u_occurs >= dyn.jump_prob:
-        return 0.0
-    return (-1.0 if u_sign < 0.55 else 1.0) * (dyn.jump_size + 2.0 * size)
-
-
-def _jumps(u_occurs: np.ndarray, u_sign: np.ndarray, size: np.ndarray, dyn: Dynamics) -> np.ndarray:
-    magnitude = np.where(u_sign < 0.55, -1.0, 1.0) * (dyn.jump_size + 2.0 * size)
-    return np.where(u_occurs < dyn.jump_prob, magnitude, 0.0)
-
-
-def _bar(
-    rng: np.random.Generator,
-    prev_close: np.ndarray,
-    ret: np.ndarray,
-    sigma: np.ndarray,
-    log_volume: np.ndarray,
-    vol: np.ndarray,
-    dyn: Dynamics,
-) -> np.ndarray:
-    """One day's (open, high, low, close, volume, return) in log prices, stacked as rows."""
-    k = rng.standard_normal((4, len(vol)))
-    close = prev_close + ret
-    opening = prev_close + dyn.gap * sigma * k[0]
-    high = np.maximum(opening, close) + dyn.range_scale * sigma * np.abs(k[1])
-    low = np.minimum(opening, close) - dyn.range_scale * sigma * np.abs(k[2])
-    shock = np.abs(ret) / vol
-    volume = dyn.volume_beta * shock + 0.5 * np.log(sigma / vol) + log_volume + 0.2 * k[3]
-    return np.stack([opening, high, low, close, volume, ret])
-
-
-def _stack(
-    rows: list[np.ndarray], regimes: list[np.ndarray], days: list[date], universe: Universe
-) -> Bars:
+            rows.append(bar.bars[:6].copy())
+            regimes.append(stepper.state.regime.astype(np.int8))
+            kept.append(day)
     if not rows:
         raise ValueError("the window holds no trading day")
-    cube = np.stack(rows)  # (days, 6, instruments)
-    prices = np.exp(cube[:, :4, :])
-    volume = universe.volume_base * np.exp(cube[:, 4, :] - 0.5)
-    if universe.market in ("crypto", "stocks"):
-        volume = volume / prices[:, 3, :]  # quote-currency turnover -> units of the instrument
+    cube = np.stack(rows)
     return Bars(
-        days=days,
-        open=prices[:, 0, :],
-        high=prices[:, 1, :],
-        low=prices[:, 2, :],
-        close=prices[:, 3, :],
-        volume=np.maximum(np.round(volume), 1.0),
-        returns=cube[:, 5, :],
+        days=kept,
+        open=cube[:, OPEN],
+        high=cube[:, HIGH],
+        low=cube[:, LOW],
+        close=cube[:, CLOSE],
+        volume=cube[:, VOLUME],
+        returns=cube[:, RETURN],
         regimes=np.stack(regimes),
     )

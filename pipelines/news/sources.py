@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from pipelines.news.model import FeedDocument
+from pipelines.prices.sources.listing import SourceFile, stat_files
 
 USER_AGENT = "market-intelligence-news/0.1 (+feed reader)"
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -35,15 +36,36 @@ def read_file(path: Path, feed: str | None = None) -> FeedDocument:
 
 @dataclass(frozen=True)
 class FileDropNewsSource(NewsSource):
-    """The file-drop layout: every `<root>/news/<market>/*.xml` is a feed of that market."""
+    """The file-drop layout: `<root>/news/<market>/<feed>.xml` and its archives
+    `<root>/news/<market>/<feed>/*.xml` are the feeds of that market (hidden files are not).
+
+    An archive document is named after its folder (`wire` for `news/crypto/wire/2026-02.xml`), so
+    an article has the same `feed` whichever document it was read from.
+    """
 
     root: Path
 
     def documents(self, market: str) -> list[FeedDocument]:
+        return self.documents_at(market, [f.path for f in self.listing(market)])
+
+    def listing(self, market: str) -> list[SourceFile]:
+        """Every feed document of the market (current documents and archives), by path."""
         folder = self.root / "news" / market
         if not folder.is_dir():
             return []
-        return [read_file(path) for path in sorted(folder.glob("*.xml")) if path.is_file()]
+        paths = [*folder.glob("*.xml"), *folder.glob("*/*.xml")]
+        listed = (p for p in paths if not p.name.startswith(".") and p.is_file())
+        return sorted(stat_files(listed), key=lambda f: f.path)
+
+    def documents_at(self, market: str, paths: Sequence[str]) -> list[FeedDocument]:
+        """Exactly these documents (paths as `listing` gives them), in path order."""
+        folder = self.root / "news" / market
+        documents = []
+        for text in sorted(set(paths)):
+            path = Path(text)
+            feed = path.parent.name if path.parent != folder else path.stem
+            documents.append(read_file(path, feed))
+        return documents
 
 
 @dataclass(frozen=True)

@@ -1,66 +1,58 @@
-"""write_embedded_market: layout, determinism, stable history, idempotence, scaling and defects."""
+"""write_embedded_market: layout, determinism, the universe, parameters and what they change."""
 
 from __future__ import annotations
 
 import csv
+import json
 import re
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from pipelines.catalog import MARKETS, WEEKDAY_MARKETS
-from pipelines.embedded_market import MarketManifest, read_manifest, write_embedded_market
+from pipelines.embedded_market import (
+    HISTORY_START,
+    MarketManifest,
+    read_manifest,
+    write_embedded_market,
+    write_embedded_news,
+    write_embedded_prices,
+)
+from pipelines.embedded_market.files import DayFiles
+from pipelines.embedded_market.model import CLOSE, HIGH, LOW, OPEN, VOLUME, SimState, Stepper
 from pipelines.embedded_market.universe import DEFAULT_SIZES, build_universe, split_instruments
-from tests.pipelines.embedded_market.conftest import AS_OF, read_clean_lines
+from tests.pipelines.embedded_market.conftest import (
+    AS_OF,
+    day_files,
+    files_of,
+    read_clean_lines,
+    stamps_of,
+)
 
-SMALL = {"seed": 7, "instruments": 6, "days": 120}
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
-    }
+SMALL = {"seed": 7, "instruments": 6, "start": date(2026, 1, 20)}
 
 
 @pytest.mark.parametrize("market", MARKETS)
 def test_same_arguments_write_identical_bytes(tmp_path: Path, market: str) -> None:
     write_embedded_market(tmp_path / "a", market, as_of=AS_OF, **SMALL)
     write_embedded_market(tmp_path / "b", market, as_of=AS_OF, **SMALL)
-    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert files_of(tmp_path / "a") == files_of(tmp_path / "b")
 
 
-@pytest.mark.parametrize("market", ["crypto", "stocks"])
-def test_bars_of_a_day_do_not_change_when_as_of_advances(tmp_path: Path, market: str) -> None:
-    days = {"seed": 7, "instruments": 4, "days": 200, "defects": False}
-    later = AS_OF + timedelta(days=3)
-    old = write_embedded_market(tmp_path / "old", market, as_of=AS_OF, **days)
-    new = write_embedded_market(tmp_path / "new", market, as_of=later, **days)
-    for symbol in build_universe(market, 4).symbols:
-        before = read_clean_lines(tmp_path / "old", old, symbol)
-        after = read_clean_lines(tmp_path / "new", new, symbol)
-        shared = [line for line in before if line[:10] >= after[0][:10]]
-        assert shared == after[: len(shared)]
-        assert len(after) > len(shared)  # the new days were appended
-
-
-def test_repeat_call_with_same_parameters_returns_without_rewriting(tmp_path: Path) -> None:
+def test_repeat_call_writes_nothing_and_reports_the_same_files(tmp_path: Path) -> None:
     first = write_embedded_market(tmp_path, "forex", as_of=AS_OF, **SMALL)
-    stamps = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.csv")}
+    stamps = stamps_of(tmp_path)
     again = write_embedded_market(tmp_path, "forex", as_of=AS_OF, **SMALL)
-    assert again == first
-    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.csv")} == stamps
-    assert read_manifest(tmp_path, "forex") == first
+    assert again.written == ()
+    assert replace(again, written=first.written) == first
+    assert set(first.written) == set(first.files) == set(stamps)
+    assert stamps_of(tmp_path) == stamps
+    assert read_manifest(tmp_path, "forex") == again
 
 
-def test_a_smaller_universe_removes_the_price_files_it_no_longer_has(tmp_path: Path) -> None:
-    write_embedded_market(tmp_path, "stocks", as_of=AS_OF, **SMALL)
-    write_embedded_market(tmp_path, "stocks", as_of=AS_OF, **(SMALL | {"instruments": 4}))
-    assert len(list((tmp_path / "prices/stocks").glob("*.csv"))) == 4
-    assert not list(tmp_path.rglob("*.tmp"))
-
-
-def test_instrument_files_follow_the_file_drop_layout(
+def test_instrument_and_day_files_follow_the_file_drop_layout(
     default_root: Path, manifests: dict[str, MarketManifest]
 ) -> None:
     for market, manifest in manifests.items():
@@ -70,12 +62,26 @@ def test_instrument_files_follow_the_file_drop_layout(
         assert len(rows) == DEFAULT_SIZES[market] == manifest.instruments
         assert all(re.fullmatch(r"[A-Z0-9]+", r["symbol"]) for r in rows)
         assert all(r["logo"].startswith("https://") and r["logo"].endswith(".svg") for r in rows)
-        prices = sorted(p.stem for p in (default_root / f"prices/{market}").glob("*.csv"))
-        assert prices == sorted(r["symbol"] for r in rows)
+        symbols = sorted(r["symbol"] for r in rows)
+        for path in day_files(default_root, market)[::97]:
+            header = path.read_text(encoding="utf-8").splitlines()[0]
+            assert header == "symbol,date,open,high,low,close,volume"
+            lines = read_clean_lines(default_root, manifest, path)
+            assert [line.split(",")[0] for line in lines] == symbols  # one line each, in order
+            assert {line.split(",")[1] for line in lines} == {path.stem}
         assert {p.name for p in (default_root / f"news/{market}").iterdir()} == {
             "wire.xml",
             "digest.xml",
+            "wire",
+            "digest",
         }
+        market_files = [
+            default_root / f"instruments/{market}.csv",
+            *(default_root / "prices" / market).rglob("*"),
+            *(default_root / "news" / market).rglob("*"),
+        ]
+        on_disk = {p.relative_to(default_root).as_posix() for p in market_files if p.is_file()}
+        assert on_disk == set(manifest.files)
 
 
 def test_default_universe_names_the_well_known_instruments(default_root: Path) -> None:
@@ -93,33 +99,38 @@ def test_default_universe_names_the_well_known_instruments(default_root: Path) -
 
 
 @pytest.mark.parametrize("market", MARKETS)
-def test_every_day_has_a_bar_weekday_markets_only_weekdays_ending_at_as_of(
+def test_history_runs_from_history_start_every_day_for_crypto_weekdays_for_the_others(
     default_root: Path, manifests: dict[str, MarketManifest], market: str
 ) -> None:
-    manifest = manifests[market]
-    lines = read_clean_lines(default_root, manifest, build_universe(market).symbols[3])
-    dates = [date.fromisoformat(line[:10]) for line in lines]
-    start = AS_OF.date() - timedelta(days=1599)
-    calendar = [start + timedelta(days=i) for i in range(1600)]
+    dates = [date.fromisoformat(p.stem) for p in day_files(default_root, market)]
+    calendar = [
+        HISTORY_START + timedelta(days=i) for i in range((AS_OF.date() - HISTORY_START).days + 1)
+    ]
     if market in WEEKDAY_MARKETS:
         assert dates == [d for d in calendar if d.weekday() < 5]
         assert dates[-1] == date(2026, 2, 27)  # AS_OF is a Sunday
     else:
         assert dates == calendar
-        assert len(dates) == 1600
-    assert manifest.last_date == dates[-1].isoformat()
+    assert (manifests[market].first_date, manifests[market].last_date) == (
+        dates[0].isoformat(),
+        dates[-1].isoformat(),
+    )
+    assert manifests[market].bars == len(dates) * DEFAULT_SIZES[market]
 
 
 def test_forex_majors_are_quoted_to_5_decimals_and_jpy_pairs_to_3(
     default_root: Path, manifests: dict[str, MarketManifest]
 ) -> None:
+    decimals: dict[str, set[int]] = {}
+    for path in day_files(default_root, "forex")[::10]:
+        for line in read_clean_lines(default_root, manifests["forex"], path):
+            symbol, _, *prices = line.split(",")
+            decimals.setdefault(symbol, set()).update(len(p.split(".")[1]) for p in prices[:4])
     for symbol in build_universe("forex").symbols:
-        lines = read_clean_lines(default_root, manifests["forex"], symbol)
-        decimals = {len(field.split(".")[1]) for line in lines for field in line.split(",")[1:5]}
         expected = (
             3 if symbol.endswith("JPY") else 4 if symbol in ("USDSEK", "USDNOK", "USDMXN") else 5
         )
-        assert decimals == {expected}, symbol
+        assert decimals[symbol] == {expected}, symbol
 
 
 @pytest.mark.parametrize("count", [1, 7, 300])
@@ -136,10 +147,11 @@ def test_scaled_universe_has_the_requested_count_of_unique_symbols_defaults_firs
 
 def test_scaled_market_writes_the_requested_number_of_instruments(tmp_path: Path) -> None:
     manifest = write_embedded_market(
-        tmp_path, "stocks", seed=1, as_of=AS_OF, instruments=80, days=60
+        tmp_path, "stocks", seed=1, as_of=AS_OF, instruments=80, start=date(2026, 2, 1)
     )
     assert manifest.instruments == 80
-    assert len(list((tmp_path / "prices/stocks").glob("*.csv"))) == 80
+    for path in day_files(tmp_path, "stocks"):
+        assert len(read_clean_lines(tmp_path, manifest, path)) == 80
 
 
 @pytest.mark.parametrize(
@@ -162,8 +174,64 @@ def test_naive_as_of_is_taken_as_utc(tmp_path: Path) -> None:
     assert aware.as_of == "2026-03-01T14:00:00+00:00"
 
 
-def test_unknown_market_and_too_early_history_are_refused(tmp_path: Path) -> None:
+def test_unknown_market_too_early_start_and_an_empty_history_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown market"):
         write_embedded_market(tmp_path, "bonds", seed=1, as_of=AS_OF)
     with pytest.raises(ValueError, match="history must start after"):
-        write_embedded_market(tmp_path, "crypto", seed=1, as_of=datetime(2014, 1, 1, tzinfo=UTC))
+        write_embedded_market(tmp_path, "crypto", seed=1, as_of=AS_OF, start=date(2013, 6, 1))
+    with pytest.raises(ValueError, match="no trading day"):  # a weekend, for a weekday market
+        write_embedded_prices(
+            tmp_path, "stocks", seed=1, through=date(2026, 2, 1), start=date(2026, 1, 31)
+        )
+    with pytest.raises(ValueError, match="before the history start"):
+        write_embedded_news(
+            tmp_path, "crypto", seed=1, now=datetime(2025, 1, 1, tzinfo=UTC), start=AS_OF.date()
+        )
+
+
+def test_other_parameters_leave_exactly_the_files_a_fresh_call_writes(tmp_path: Path) -> None:
+    write_embedded_market(tmp_path / "kept", "stocks", as_of=AS_OF, **SMALL)
+    other = {"seed": 8, "instruments": 4, "start": date(2026, 2, 3), "defects": False}
+    earlier = AS_OF - timedelta(days=9)
+    manifest = write_embedded_market(tmp_path / "kept", "stocks", as_of=earlier, **other)
+    write_embedded_market(tmp_path / "fresh", "stocks", as_of=earlier, **other)
+    assert files_of(tmp_path / "kept") == files_of(tmp_path / "fresh")
+    assert set(manifest.files) == set(files_of(tmp_path / "fresh"))
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_the_first_layouts_per_symbol_files_are_removed(tmp_path: Path) -> None:
+    """A root written by the generator's first version (one CSV per symbol) is migrated."""
+    old = ["prices/crypto/BTC.csv", "prices/crypto/ETH.csv", "news/crypto/wire.xml"]
+    for path in old:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("old\n", encoding="utf-8")
+    (tmp_path / ".manifest").mkdir()
+    (tmp_path / ".manifest/crypto.json").write_text(json.dumps({"files": old}), encoding="utf-8")
+    write_embedded_market(tmp_path, "crypto", as_of=AS_OF, **SMALL)
+    assert not (tmp_path / "prices/crypto/BTC.csv").exists()
+    assert not (tmp_path / "prices/crypto/ETH.csv").exists()
+    assert not (tmp_path / ".manifest/crypto.json").exists()
+    assert (tmp_path / "news/crypto/wire.xml").read_text(encoding="utf-8") != "old\n"
+
+
+@pytest.mark.parametrize("market", MARKETS)
+def test_day_file_prices_are_the_bars_rounded_to_the_instruments_decimals(market: str) -> None:
+    universe = build_universe(market, 60)
+    stepper = Stepper(universe, 3, MARKETS.index(market), SimState.initial(universe))
+    days = list(stepper.days_through(date(2013, 1, 20)))
+    for day in days[:-1]:
+        stepper.step(day, keep_bar=False)
+    bars = stepper.step(days[-1], keep_bar=True).bars
+    lines = DayFiles(universe).render(days[-1], bars).decode().splitlines()
+    assert lines[0] == "symbol,date,open,high,low,close,volume"
+    rows = {line.split(",")[0]: line.split(",")[1:] for line in lines[1:]}
+    assert list(rows) == sorted(universe.symbols)
+    for i, symbol in enumerate(universe.symbols):
+        decimals = int(universe.decimals[i])
+        day, *prices, volume = rows[symbol]
+        assert day == days[-1].isoformat()
+        for text, value in zip(prices, bars[[OPEN, HIGH, LOW, CLOSE], i], strict=True):
+            assert len(text.split(".")[1]) == decimals
+            assert abs(float(text) - value) <= 0.5001 * 10.0**-decimals
+        assert int(volume) == bars[VOLUME, i] >= 1

@@ -74,7 +74,7 @@ def test_absolute_returns_cluster_and_decay_while_returns_do_not_autocorrelate(
     abs_acf = np.array([np.median(_acf(np.abs(r), lag)) for lag in range(1, 61)])
     assert (abs_acf[:10] > 0.03).all()  # lags 1..10
     assert abs_acf[:10].mean() > 2.0 * abs_acf[39:60].mean()  # decays over weeks
-    # near zero: within 3 standard errors (1/sqrt(n) ~ 0.025 for 1,600 bars) lag by lag, and on average
+    # near zero: within 3 standard errors (1/sqrt(n) ~ 0.026 for 1,500 bars) lag by lag, and on average
     ret_acf = np.array([np.median(_acf(r, lag)) for lag in range(1, 11)])
     assert np.abs(ret_acf).max() < 3 / np.sqrt(len(r))
     assert abs(ret_acf.mean()) < 0.03

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -103,6 +104,56 @@ def test_file_drop_reads_every_xml_feed_of_the_market_in_name_order(file_drop: P
 
 def test_file_drop_without_a_market_folder_has_no_feeds(tmp_path: Path) -> None:
     assert FileDropNewsSource(tmp_path).documents("forex") == []
+    assert FileDropNewsSource(tmp_path).listing("forex") == []
+
+
+def _feed_drop(root: Path) -> Path:
+    """A market with a current document and two monthly archives of one feed."""
+    market = root / "news" / "crypto"
+    (market / "coinwire").mkdir(parents=True)
+    shutil.copy(FEEDS / "crypto" / "coinwire.xml", market / "coinwire.xml")
+    for month in ("2024-11", "2024-12"):
+        shutil.copy(FEEDS / "crypto" / "coinwire.xml", market / "coinwire" / f"{month}.xml")
+    (market / "coinwire" / ".2025-01.xml").write_bytes(b"half a document")  # being written
+    return market
+
+
+def test_file_drop_names_an_archive_document_after_its_folder(tmp_path: Path) -> None:
+    market = _feed_drop(tmp_path)
+    documents = FileDropNewsSource(tmp_path).documents("crypto")
+    assert [(d.feed, Path(d.source).relative_to(market).as_posix()) for d in documents] == [
+        ("coinwire", "coinwire.xml"),
+        ("coinwire", "coinwire/2024-11.xml"),
+        ("coinwire", "coinwire/2024-12.xml"),
+    ]
+    assert all(d.content == COINWIRE for d in documents)
+
+
+def test_file_drop_listing_sees_a_rewritten_document_as_changed_and_the_others_unchanged(
+    tmp_path: Path,
+) -> None:
+    market = _feed_drop(tmp_path)
+    source = FileDropNewsSource(tmp_path)
+    before = {f.path: f for f in source.listing("crypto")}
+    assert sorted(Path(p).relative_to(market).as_posix() for p in before) == [
+        "coinwire.xml",
+        "coinwire/2024-11.xml",
+        "coinwire/2024-12.xml",
+    ]
+    (market / "coinwire.xml").write_bytes(COINWIRE + b"\n")
+    after = {f.path: f for f in source.listing("crypto")}
+    changed = {Path(p).relative_to(market).as_posix() for p in after if after[p] != before[p]}
+    assert changed == {"coinwire.xml"}
+    assert after[str(market / "coinwire.xml")].size == len(COINWIRE) + 1
+
+
+def test_file_drop_reads_exactly_the_documents_asked_for(tmp_path: Path) -> None:
+    market = _feed_drop(tmp_path)
+    wanted = [str(market / "coinwire" / "2024-12.xml"), str(market / "coinwire.xml")]
+    documents = FileDropNewsSource(tmp_path).documents_at("crypto", wanted)
+    assert [(d.feed, d.source) for d in documents] == [("coinwire", p) for p in sorted(wanted)]
+    (missing,) = FileDropNewsSource(tmp_path).documents_at("crypto", [str(market / "gone.xml")])
+    assert (missing.feed, missing.content) == ("gone", None)
 
 
 def test_listed_paths_read_files_and_folders_and_report_missing_ones(tmp_path: Path) -> None:

@@ -1,14 +1,17 @@
-"""The file-drop connector on real files in tmp_path, including bad input files."""
+"""The file-drop connector on real files in tmp_path: day files, per-symbol files, Parquet, bad input."""
 
 from __future__ import annotations
 
+import os
 from datetime import date
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from pipelines.embedded_market import write_embedded_prices
 from pipelines.instruments.validate import validate_instruments
+from pipelines.prices.sources import file_drop
 from pipelines.prices.sources.base import SourceError
 from pipelines.prices.sources.file_drop import FileDropSource
 from pipelines.prices.validate import validate_bars
@@ -141,3 +144,229 @@ def test_empty_instrument_list_is_rejected(tmp_path: Path) -> None:
 def test_missing_instrument_list_fails_loudly(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"stocks\.csv does not exist"):
         FileDropSource(tmp_path).instruments("stocks")
+
+
+# --- day files: prices/<market>/days/<YYYY-MM-DD>.csv -------------------------------------------
+
+DAY = "symbol,date,open,high,low,close,volume\n"
+
+
+def day_reasons(source: FileDropSource, known: set[str] | None = None) -> dict[str, str]:
+    raw = source.daily_bars("stocks", [], None)
+    _, rejects = validate_bars(raw, "stocks", known or {"AAPL", "MSFT"}, "fd")
+    return {
+        f"{Path(s).name} {loc}": reason
+        for s, loc, reason in rejects.select("source", "location", "reason").iter_rows()
+    }
+
+
+def test_day_file_reads_every_line_with_its_location_and_record(tmp_path: Path) -> None:
+    body = DAY + "AAPL,2024-01-02,1,2,0.5,1.5,10\r\n\nMSFT,2024-01-02,3,4,2.5,3.5,\n"
+    source = drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": body})
+    rows = source.daily_bars("stocks", [], None).rows
+    assert rows["location"].to_list() == ["line 2", "line 4"]
+    assert rows["record"].to_list() == [
+        "AAPL,2024-01-02,1,2,0.5,1.5,10",
+        "MSFT,2024-01-02,3,4,2.5,3.5,",
+    ]
+    assert rows["symbol"].to_list() == ["AAPL", "MSFT"]
+    assert rows["volume"].to_list() == ["10", ""]
+    assert set(rows["source"]) == {str(tmp_path / "prices/stocks/days/2024-01-02.csv")}
+
+
+def test_bad_lines_of_a_day_file_are_rejected_like_those_of_a_per_symbol_file(
+    tmp_path: Path,
+) -> None:
+    body = (
+        DAY.encode()
+        + b"AAPL,2024-01-02,1,2,0.5,1.5,10\n"
+        + b"<html>oops</html>\n"
+        + b"MSFT,2024-01-02,1,2,0.5,1.5,10,7\n"
+        + b"MSFT,2024-01-02,1\xff,2,0.5,1.5,10\n"
+        + b"MSFT,2024-01-02,3,4,2.5,3.5,1\n"
+    )
+    source = drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": body})
+    assert day_reasons(source) == {
+        "2024-01-02.csv line 3": "expected 7 fields, found 1",
+        "2024-01-02.csv line 4": "expected 7 fields, found 8",
+        "2024-01-02.csv line 5": "line is not valid UTF-8",
+    }
+
+
+def test_a_day_file_with_a_wrong_header_or_no_content_is_rejected_whole(tmp_path: Path) -> None:
+    source = drop(
+        tmp_path,
+        {
+            "prices/stocks/days/2024-01-02.csv": "date,open,high,low,close,volume\n2024-01-02,1,2,0.5,1.5,10\n",
+            "prices/stocks/days/2024-01-03.csv": "\n\n",
+            "prices/stocks/days/2024-01-04.csv": DAY,  # a day without bars: nothing, no reject
+        },
+    )
+    assert day_reasons(source) == {
+        "2024-01-02.csv line 1": "header is 'date,open,high,low,close,volume', expected "
+        "'symbol,date,open,high,low,close,volume'; file not read",
+        "2024-01-03.csv file": "file is empty",
+    }
+
+
+def test_a_row_dated_another_day_than_its_file_is_rejected(tmp_path: Path) -> None:
+    """A day file holds its day's bars; a row of another day is not read (an unparseable date is
+    left to the validation, which says so)."""
+    body = (
+        DAY
+        + "AAPL,2024-01-02,1,2,0.5,1.5,10\n"
+        + "MSFT,2024-01-03,1,2,0.5,1.5,10\n"
+        + "MSFT,2024-01-32,1,2,0.5,1.5,10\n"
+        + "MSFT, 2024-01-02 ,1,2,0.5,1.5,10\n"
+    )
+    source = drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": body})
+    raw = source.daily_bars("stocks", [], None)
+    clean, _ = validate_bars(raw, "stocks", {"AAPL", "MSFT"}, "fd")
+    assert clean.select("symbol", "date").rows() == [
+        ("AAPL", date(2024, 1, 2)),
+        ("MSFT", date(2024, 1, 2)),
+    ]
+    assert day_reasons(source) == {
+        "2024-01-02.csv line 3": "date 2024-01-03 is not the file's day 2024-01-02",
+        "2024-01-02.csv line 4": "unparseable date 2024-01-32",
+    }
+
+
+def test_a_file_in_the_days_folder_not_named_after_a_day_is_rejected_whole(tmp_path: Path) -> None:
+    source = drop(
+        tmp_path, {"prices/stocks/days/latest.csv": DAY + "AAPL,2024-01-02,1,2,0.5,1.5,1\n"}
+    )
+    assert day_reasons(source) == {
+        "latest.csv file": "file name is not a day (YYYY-MM-DD.csv); file not read"
+    }
+
+
+def test_quoted_and_padded_fields_of_a_day_file_are_trimmed(tmp_path: Path) -> None:
+    body = DAY + '"AAPL", 2024-01-02 ,1,2,0.5,1.5,\t10\n'
+    source = drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": body})
+    row = source.daily_bars("stocks", [], None).rows.row(0, named=True)
+    assert (row["symbol"], row["date"], row["volume"]) == ("AAPL", "2024-01-02", "10")
+    assert row["record"] == '"AAPL", 2024-01-02 ,1,2,0.5,1.5,\t10'
+
+
+def test_rows_keep_the_file_order_when_some_files_are_read_line_by_line(tmp_path: Path) -> None:
+    source = drop(
+        tmp_path,
+        {
+            "prices/stocks/days/2024-01-02.csv": DAY + '"AAPL",2024-01-02,1,2,0.5,1.5,1\n',
+            "prices/stocks/days/2024-01-03.csv": DAY + "AAPL,2024-01-03,1,2,0.5,1.5,1\n",
+            "prices/stocks/days/2024-01-04.csv": DAY + "AAPL, 2024-01-04,1,2,0.5,1.5,1\n",
+        },
+    )
+    rows = source.daily_bars("stocks", [], None).rows
+    assert rows["date"].str.strip_chars().to_list() == ["2024-01-02", "2024-01-03", "2024-01-04"]
+
+
+def test_the_one_pass_reading_and_the_line_by_line_reading_agree(tmp_path: Path) -> None:
+    """Plain files go through polars' CSV reader; files with quotes or blanks line by line: on
+    plain files, the line-by-line reading gives the same rows and rejects."""
+    lines = [
+        "AAPL,2024-01-02,1,2,0.5,1.5,10",
+        "",
+        "garbage",
+        "MSFT,2024-01-02,1,2,0.5,1.5,10,7",
+        "MSFT,2024-01-02,3,4,2.5,3.5,",
+        "MSFT,2024-01-02,3,4,2.5,3.5",
+        "\r",
+    ]
+    source = drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": DAY + "\r\n".join(lines) + "\n"})
+    paths = [tmp_path / "prices/stocks/days/2024-01-02.csv"]
+    fast = file_drop.read_day_files(paths)
+    bodies, _ = file_drop._bodies(paths, file_drop.DAY_HEADER)
+    assert all(b.plain for b in bodies)
+    slow_lines = file_drop._read_slow(bodies, file_drop.DAY_HEADER, day_files=True)
+    slow_rows, slow_garbage = file_drop._check_lines(slow_lines, file_drop.DAY_HEADER)
+    columns = ["symbol", "date", "open", "high", "low", "close", "volume", "location", "record"]
+    assert fast.rows.select(columns).rows() == slow_rows.select(columns).rows()
+    assert fast.unreadable.rows() == slow_garbage.rows()
+    assert fast.rows.height == 2
+    assert source.daily_bars("stocks", [], None).rows.height == 2
+
+
+# --- listing and reading what changed ---------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_listing_covers_day_files_per_symbol_files_and_parquet_files(tmp_path: Path) -> None:
+    _write(tmp_path / "prices/stocks/days/2024-01-02.csv", DAY)
+    _write(tmp_path / "prices/stocks/AAPL.csv", HEADER)
+    pl.DataFrame({"symbol": ["AAPL"]}).write_parquet(tmp_path / "prices/stocks/part-0.parquet")
+    _write(tmp_path / "prices/stocks/days/.2024-01-03.csv", DAY)  # a write in progress
+    _write(tmp_path / "prices/forex/days/2024-01-02.csv", DAY)  # another market
+    listing = FileDropSource(tmp_path).listing("stocks")
+    assert [Path(f.path).relative_to(tmp_path).as_posix() for f in listing] == [
+        "prices/stocks/AAPL.csv",
+        "prices/stocks/days/2024-01-02.csv",
+        "prices/stocks/part-0.parquet",
+    ]
+    stat = (tmp_path / "prices/stocks/AAPL.csv").stat()
+    assert (listing[0].size, listing[0].mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    with pytest.raises(SourceError, match="does not exist"):
+        FileDropSource(tmp_path).listing("crypto")
+
+
+def test_listing_sees_a_rewritten_file_as_changed_and_an_untouched_one_as_unchanged(
+    tmp_path: Path,
+) -> None:
+    days = tmp_path / "prices/stocks/days"
+    for name in ("2024-01-02", "2024-01-03", "2024-01-04"):
+        _write(days / f"{name}.csv", DAY + f"AAPL,{name},1,2,0.5,1.5,10\n")
+    source = FileDropSource(tmp_path)
+    before = {f.path: f for f in source.listing("stocks")}
+    _write(days / "2024-01-02.csv", DAY + "AAPL,2024-01-02,1,2,0.5,1.5,11000\n")  # longer
+    _write(days / "2024-01-03.csv", DAY + "AAPL,2024-01-03,1,2,0.5,1.5,99\n")  # same size
+    stamp = before[str(days / "2024-01-03.csv")].mtime_ns + 1_000_000_000
+    os.utime(days / "2024-01-03.csv", ns=(stamp, stamp))  # a coarse clock cannot hide it
+    after = {f.path: f for f in source.listing("stocks")}
+    changed = {Path(p).stem for p in after if after[p] != before.get(p)}
+    assert changed == {"2024-01-02", "2024-01-03"}
+    assert after[str(days / "2024-01-04.csv")] == before[str(days / "2024-01-04.csv")]
+
+
+def test_read_bars_of_a_subset_reads_only_those_files(tmp_path: Path) -> None:
+    days = tmp_path / "prices/stocks/days"
+    for name in ("2024-01-02", "2024-01-03", "2024-01-04"):
+        _write(
+            days / f"{name}.csv", DAY + f"AAPL,{name},1,2,0.5,1.5,10\nMSFT,{name},1,2,0.5,1.5,1\n"
+        )
+    _write(days / "2024-01-05.csv", "broken\n")
+    _write(tmp_path / "prices/stocks/AAPL.csv", HEADER + "2024-01-08,1,2,0.5,1.5,10\n")
+    source = FileDropSource(tmp_path)
+    wanted = [str(days / "2024-01-03.csv"), str(tmp_path / "prices/stocks/AAPL.csv")]
+    raw = source.read_bars("stocks", wanted)
+    assert set(raw.rows["source"]) == set(wanted)
+    assert raw.rows.select("symbol", "date").rows() == [
+        ("AAPL", "2024-01-08"),
+        ("AAPL", "2024-01-03"),
+        ("MSFT", "2024-01-03"),
+    ]
+    assert raw.unreadable.is_empty()  # the broken file was not asked for
+    everything = source.daily_bars("stocks", [], None)
+    assert everything.rows.height == 7
+    assert everything.unreadable["source"].to_list() == [str(days / "2024-01-05.csv")]
+
+
+def test_embedded_day_files_validate_to_their_bars_and_the_documented_defects(
+    tmp_path: Path,
+) -> None:
+    manifest = write_embedded_prices(
+        tmp_path, "stocks", seed=4, through=date(2026, 2, 20), instruments=7, start=date(2026, 1, 5)
+    )
+    source = FileDropSource(tmp_path)
+    instruments, _ = validate_instruments(source.instruments("stocks"), "stocks", "fd")
+    raw = source.read_bars("stocks", [f.path for f in source.listing("stocks")])
+    clean, rejects = validate_bars(raw, "stocks", set(instruments["symbol"]), "fd")
+    assert clean.height == manifest.bars
+    assert {
+        (Path(s).relative_to(tmp_path).as_posix(), loc)
+        for s, loc in rejects.select("source", "location").iter_rows()
+    } == {(d.path, d.location) for d in manifest.defects}
