@@ -347,6 +347,12 @@ def plan_runs(
     help="Only these assets, by name (repeatable or comma-separated; default every asset).",
 )
 @click.option(
+    "--job",
+    "only",
+    type=click.Choice(["daily", "news"]),
+    help="Only the daily update or only the news refresh (default: both).",
+)
+@click.option(
     "--full", is_flag=True, help="Rebuild every table from the sources (no carried state)."
 )
 @click.option(
@@ -369,6 +375,7 @@ def plan_runs(
 def materialize(
     markets: tuple[str, ...],
     select: tuple[str, ...],
+    only: str | None,
     full: bool,
     day: datetime | None,
     since: datetime | None,
@@ -392,7 +399,11 @@ def materialize(
         raise click.BadParameter(f"{since.date()} is after the day {target}", param_hint="--since")
     definitions = load_definitions(module)
     names = _split(select)
-    jobs = [j for j in _job_names(definitions) if not names or _selects(definitions, j, names)]
+    jobs = [
+        j
+        for j in _job_names(definitions)
+        if (not names or _selects(definitions, j, names)) and (only is None or j.startswith(only))
+    ]
     if names and not jobs:
         _refuse_unknown(definitions, names)
     started = time.monotonic()

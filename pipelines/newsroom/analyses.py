@@ -106,19 +106,47 @@ def _top_titles(briefs: pl.DataFrame) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in ranked["title"].to_list()))[:TOP_STORIES]
 
 
-def _news(briefs: pl.DataFrame, symbol: str, day: date) -> dict[str, Any]:
-    """Brief counts, mean sentiment and top titles for the symbol: the day and the 7 days to it."""
-    week = briefs.filter(
-        pl.col("symbols").list.contains(symbol)
-        & pl.col("date").is_between(day - timedelta(days=WEEK_DAYS - 1), day)
+def news_by_symbol(briefs: pl.DataFrame, days: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per symbol of `days` (symbol, day): brief counts, mean sentiment and top titles, the day
+    and the 7 days to it; computed for every symbol at once."""
+    week = (
+        briefs.select("symbols", "date", "sentiment", "title", "clout", "timestamp", "article_id")
+        .explode("symbols")
+        .rename({"symbols": "symbol"})
+        .join(days, on="symbol")
+        .filter(
+            pl.col("date").is_between(pl.col("day") - timedelta(days=WEEK_DAYS - 1), pl.col("day"))
+        )
+        .unique(["symbol", "article_id"], keep="first", maintain_order=True)
+        .with_columns(
+            _today=pl.col("date") == pl.col("day"),
+            _score=pl.col("sentiment").fill_nan(None),
+            _title=pl.col("title").str.strip_chars(),
+            _n=notability(),
+        )
     )
-    today = week.filter(pl.col("date") == day)
+    titled = week.filter(pl.col("_title").is_not_null() & (pl.col("_title") != "")).sort(
+        ["symbol", "_n", "timestamp", "article_id"], descending=[False, True, True, False]
+    )
+    titles = titled.group_by("symbol", maintain_order=True).agg(
+        pl.col("_title").unique(maintain_order=True).head(TOP_STORIES).alias("stories")
+    )
+    counts = week.group_by("symbol").agg(
+        briefs_today=pl.col("_today").sum(),
+        briefs_7d=pl.len(),
+        sentiment_today=pl.col("_score").filter("_today").mean(),
+        sentiment_7d=pl.col("_score").mean(),
+    )
+    joined = counts.join(titles, on="symbol", how="left")
     return {
-        "briefs_today": today.height,
-        "briefs_7d": week.height,
-        "sentiment_today": _mean(today),
-        "sentiment_7d": _mean(week),
-        "stories": tuple(_top_titles(week)),
+        row["symbol"]: {
+            "briefs_today": int(row["briefs_today"]),
+            "briefs_7d": int(row["briefs_7d"]),
+            "sentiment_today": row["sentiment_today"],
+            "sentiment_7d": row["sentiment_7d"],
+            "stories": tuple(row["stories"] or ()),
+        }
+        for row in joined.iter_rows(named=True)
     }
 
 
@@ -159,10 +187,11 @@ def gather_facts(
         .join(_actions(actions), on="symbol", how="left")
         .sort("symbol")
     )
-    return [_facts(row, news) for row in table.iter_rows(named=True)]
+    news_of = news_by_symbol(news, table.select("symbol", "day"))
+    return [_facts(row, news_of.get(row["symbol"], {})) for row in table.iter_rows(named=True)]
 
 
-def _facts(row: dict[str, Any], briefs: pl.DataFrame) -> Facts:
+def _facts(row: dict[str, Any], news: dict[str, Any]) -> Facts:
     day: date = row["day"]
     return Facts(
         symbol=row["symbol"],
@@ -181,7 +210,7 @@ def _facts(row: dict[str, Any], briefs: pl.DataFrame) -> Facts:
         trend_days=row["trend_days"],
         aggressive_action=row["aggressive_action"],
         conservative_action=row["conservative_action"],
-        **_news(briefs, row["symbol"], day),
+        **news,
     )
 
 
