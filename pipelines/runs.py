@@ -84,7 +84,7 @@ def build_publish(
         def publish(
             context: dg.AssetExecutionContext, warehouse: WarehouseResource
         ) -> dg.MaterializeResult:
-            published = warehouse.transaction(context.run_id, step_name(context)).commit()
+            published = warehouse.transaction(context.run.run_id, step_name(context)).commit()
             context.log.info(f"published warehouse version {published.version}")
             return dg.MaterializeResult(
                 metadata={"version": dg.MetadataValue.int(published.version)}

@@ -74,7 +74,6 @@ def build_defs(
     daily_job = dg.define_asset_job(
         DAILY_JOB,
         selection=dg.AssetSelection.assets(*daily, DAILY_PUBLISH) - watched,
-        partitions_def=DAILY_PARTITIONS,
         executor_def=executor,
         description="Bring every table of the daily layer to a day, from carried state.",
     )

@@ -172,13 +172,23 @@ def load_definitions(module_name: str) -> dg.Definitions:
     return defs if isinstance(defs, dg.Definitions) else defs()
 
 
-def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> list[dg.AssetKey] | None:
+@dataclass(frozen=True)
+class Selection:
+    """Assets a run materializes and the checks it runs with them."""
+
+    assets: frozenset[dg.AssetKey]
+    checks: frozenset[dg.AssetCheckKey]
+
+
+def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> Selection | None:
     """Keys of the job named by full path (`a/b`) or last component, plus what their step produces
     with them (a multi-asset's outputs are computed together), plus the job's publish step (what
-    a run writes becomes visible only when it commits). None selects everything."""
+    a run writes becomes visible only when it commits), with those assets' checks but for the
+    freshness checks (their sensor evaluates them against the clock, never a run). None selects
+    everything."""
     import dagster as dg
 
-    from pipelines.schedules import DAILY_PUBLISH, NEWS_PUBLISH
+    from pipelines.schedules import DAILY_PUBLISH, NEWS_PUBLISH, freshness_checks
 
     if not names:
         return None
@@ -187,7 +197,10 @@ def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> list[dg.AssetK
     named = {k for k in keys if k.to_user_string() in names or k.path[-1] in names}
     named |= {k for k in keys if k.path[-1] in (DAILY_PUBLISH, NEWS_PUBLISH)}
     together = (graph.get_execution_set_asset_and_check_keys(k) for k in named)
-    return sorted({k for keys_ in together for k in keys_ if isinstance(k, dg.AssetKey)})
+    assets = frozenset(k for keys_ in together for k in keys_ if isinstance(k, dg.AssetKey))
+    clocked = {key for check in freshness_checks() for key in check.check_keys}
+    checks = frozenset(graph.get_check_keys_for_assets(assets) - clocked)
+    return Selection(assets, checks)
 
 
 def job_of(module_name: str, name: str) -> dg.JobDefinition:
@@ -210,7 +223,7 @@ def run_job(
     job: dg.JobDefinition,
     instance: dg.DagsterInstance,
     run: Run,
-    selection: list[dg.AssetKey] | None,
+    selection: Selection | None,
     progress: Progress,
     module_name: str | None = None,
 ) -> bool:
@@ -227,11 +240,14 @@ def run_job(
     run_id = str(uuid.uuid4())
     instance.add_event_listener(run_id, progress)
     progress.echo(f"[{run.label}] run {run_id}")
+    if selection is not None:
+        job = job.get_subset(
+            asset_selection=selection.assets, asset_check_selection=selection.checks
+        )
     result = job.execute_in_process(
         run_config=config,
         instance=instance,
         partition_key=run.partition_key,
-        asset_selection=selection,
         run_id=run_id,
         raise_on_error=False,
         tags=tags,
@@ -244,7 +260,7 @@ def _run_with_executor(
     run: Run,
     config: dict[str, Any],
     tags: dict[str, str],
-    selection: list[dg.AssetKey] | None,
+    selection: Selection | None,
     progress: Progress,
     module_name: str,
 ) -> bool:
@@ -255,13 +271,16 @@ def _run_with_executor(
         job_of.__name__,
         reconstructable_kwargs={"module_name": module_name, "name": run.job},
     )
+    if selection is not None:
+        recon = recon.get_subset(
+            asset_selection=selection.assets, asset_check_selection=selection.checks
+        )
     partition = {"dagster/partition": run.partition_key} if run.partition_key else {}
     with dg.execute_job(
         recon,
         instance,
         run_config=config,
         tags={**tags, **partition},
-        asset_selection=selection,
         raise_on_error=False,
     ) as result:
         progress.echo(f"[{run.label}] run {result.run_id}")
@@ -436,10 +455,18 @@ def _first_load(settings: PipelineSettings, markets: list[str]) -> bool:
 
 
 def _job_names(definitions: dg.Definitions) -> list[str]:
-    from pipelines.schedules import DAILY_JOB, NEWS_JOB
+    """The jobs with something to materialize besides their publish step, news first."""
+    from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH
 
     available = {job.name for job in definitions.get_repository_def().get_all_jobs()}
-    return [name for name in (NEWS_JOB, DAILY_JOB) if name in available]
+    names = [name for name in (NEWS_JOB, DAILY_JOB) if name in available]
+    publish = {DAILY_PUBLISH, NEWS_PUBLISH}
+    return [
+        name
+        for name in names
+        if {k.path[-1] for k in definitions.resolve_job_def(name).asset_layer.executable_asset_keys}
+        - publish
+    ]
 
 
 def _selects(definitions: dg.Definitions, job: str, names: list[str]) -> bool:

@@ -50,7 +50,7 @@ def domain_asset(
             warehouse: WarehouseResource,
             run_options: RunOptions,
         ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-            tx = warehouse.transaction(context.run_id, step_name(context))
+            tx = warehouse.transaction(context.run.run_id, step_name(context))
             runs = [run_market(tx, m, domain, run_options.full) for m in run_options.markets]
             for market_run in runs:
                 context.log.info(f"{name} {market_run.market}: {market_run.counts}")

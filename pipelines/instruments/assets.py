@@ -48,7 +48,7 @@ def build_instruments(embedded: bool) -> dg.AssetsDefinition:
             warehouse: WarehouseResource,
             run_options: RunOptions,
         ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-            tx = warehouse.transaction(context.run_id, step_name(context))
+            tx = warehouse.transaction(context.run.run_id, step_name(context))
             cleans, rejected = [], []
             for market in run_options.markets:
                 source = price_sources.for_market(market)

@@ -64,7 +64,7 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         run_options: RunOptions,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-        tx = warehouse.transaction(context.run_id, step_name(context))
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
         now = news_policy.now()
         parse = news_policy.parse_policy(now)
         results = {
@@ -97,12 +97,17 @@ def _documents(results: dict[str, MarketNews]) -> dg.MetadataValue:
 
 
 def _articles_metadata(results: dict[str, MarketNews]) -> dict[str, Any]:
-    new = sum(r.batch.articles.height for r in results.values())
-    newest = max((n for r in results.values() if (n := r.batch.newest)), default=None)
+    batches = [r.batch for r in results.values()]
+    newest = max((n for b in batches if (n := b.newest)), default=None)
+    item_rejects = sum(b.item_rejects for b in batches)
     return {
         "dagster/row_count": sum(r.stored for r in results.values()),
-        "new_articles": new,
-        "items_read": sum(r.batch.items_read for r in results.values()),
+        "feeds": sum(b.feeds for b in batches),
+        "items_read": sum(b.items_read for b in batches),
+        "new_articles": sum(b.articles.height for b in batches),
+        "duplicates_merged": sum(len(b.duplicates) for b in batches),
+        "item_rejects": item_rejects,
+        "feed_rejects": sum(b.rejects.height for b in batches) - item_rejects,
         "documents": _documents(results),
         "newest_new_item": dg.MetadataValue.timestamp(newest) if newest else None,
     }

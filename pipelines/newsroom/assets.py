@@ -124,7 +124,7 @@ def build_briefs_asset() -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         run_options: RunOptions,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-        tx = warehouse.transaction(context.run_id, step_name(context))
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
         written, instruments = [], []
         total = 0
         for market in run_options.markets:
@@ -178,7 +178,7 @@ def build_sentiment_assets() -> dg.AssetsDefinition:
     def newsroom_sentiment(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, run_options: RunOptions
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-        tx = warehouse.transaction(context.run_id, step_name(context))
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
         recounted = [
             update_sentiment(tx, market, _briefs_written(tx, market, run_options.full))
             for market in run_options.markets
@@ -255,7 +255,7 @@ def build_analyses_assets() -> dg.AssetsDefinition:
             warehouse: WarehouseResource,
             run_options: RunOptions,
         ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-            tx = warehouse.transaction(context.run_id, step_name(context))
+            tx = warehouse.transaction(context.run.run_id, step_name(context))
             written = [_write_market(tx, newsroom_writer, m) for m in run_options.markets]
             tables = pl.concat([w[0] for w in written])
             summaries = pl.concat([w[1] for w in written])

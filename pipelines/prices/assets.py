@@ -167,7 +167,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             warehouse: WarehouseResource,
             run_options: RunOptions,
         ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-            tx = warehouse.transaction(context.run_id, step_name(context))
+            tx = warehouse.transaction(context.run.run_id, step_name(context))
             days = run_days(context)
             results = [
                 update_market(

@@ -100,7 +100,7 @@ def test_a_new_materialization_reaches_the_running_api(
 ) -> None:
     before = stored(env).read_manifest()
     assert before is not None
-    materialize(env, SECOND_END, "embedded_market_files", "daily_prices")
+    materialize(env, SECOND_END, "embedded_market_prices", "daily_prices")
     after = stored(env).read_manifest()
     assert after is not None
     assert after.version > before.version

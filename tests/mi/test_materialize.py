@@ -1,4 +1,4 @@
-"""`mi materialize`: every asset of the chosen markets, progress per step, checks summarised, exit status."""
+"""`mi materialize`: a run per job for the chosen markets, progress per step, checks summarised, exit status."""
 
 from __future__ import annotations
 
@@ -23,15 +23,16 @@ def _materialize(data_dir: Path, *args: str, **env: str) -> Result:
 
 @pytest.mark.slow
 def test_materialize_writes_the_warehouse_and_reports_each_step(tmp_path: Path) -> None:
-    result = _materialize(tmp_path, "--market", "crypto")
+    result = _materialize(tmp_path, "--market", "crypto", "--day", "2026-03-02")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert "[crypto] toy_instruments started" in lines
+    assert "[daily] toy_instruments started" in lines
     assert any(
-        line.startswith("[crypto] toy_instruments done in")
+        line.startswith("[daily] toy_instruments done in")
         and line.endswith("instruments 2 rows, instrument_rejects 1 rows")
         for line in lines
     )
+    assert any(line.startswith("[daily] daily_publish done in") for line in lines)
     assert "checks: 1 passed, 1 warned, 0 failed" in lines
     manifest = read_manifest(tmp_path / "warehouse")
     assert manifest is not None
@@ -42,15 +43,23 @@ def test_materialize_writes_the_warehouse_and_reports_each_step(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_a_failed_step_or_error_check_exits_non_zero(tmp_path: Path) -> None:
-    result = _materialize(
-        tmp_path, "--market", "crypto,forex", TOY_FAIL_MARKET="forex", TOY_DUPLICATE="1"
-    )
+def test_a_failed_step_exits_non_zero_and_commits_nothing_of_its_run(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--market", "crypto,forex", TOY_FAIL_MARKET="forex")
     assert result.exit_code == 1, result.output
-    assert "[forex] toy_instruments FAILED" in result.output
+    assert "[daily] toy_instruments FAILED" in result.output
     assert "toy source for forex is down" in result.output
-    assert "  ERROR instruments:symbols_unique [crypto]" in result.output.splitlines()
     assert result.output.splitlines()[-1].startswith("FAILED in")
+    manifest = read_manifest(tmp_path / "warehouse")
+    assert (
+        manifest is None or "instruments" not in manifest.tables
+    )  # crypto's rows were staged only
+
+
+@pytest.mark.slow
+def test_an_error_check_exits_non_zero(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--market", "crypto", TOY_DUPLICATE="1")
+    assert result.exit_code == 1, result.output
+    assert "  ERROR instruments:symbols_unique [daily]" in result.output.splitlines()
 
 
 def test_an_unknown_market_is_refused_before_running(tmp_path: Path) -> None:
@@ -83,3 +92,9 @@ def test_selecting_one_output_of_a_multi_asset_runs_the_whole_step(tmp_path: Pat
     result = _materialize(tmp_path, "--market", "stocks", "--select", "instrument_rejects")
     assert result.exit_code == 0, result.output
     assert "instruments 2 rows, instrument_rejects 1 rows" in result.output
+    assert "[news]" not in result.output  # no asset of the news refresh was named
+
+
+def test_an_unknown_job_is_refused(tmp_path: Path) -> None:
+    result = _materialize(tmp_path, "--job", "weekly")
+    assert result.exit_code == 2

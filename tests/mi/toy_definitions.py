@@ -1,7 +1,7 @@
-"""Small Definitions for `mi materialize` tests: one multi-asset with checks, stored by the real warehouse.
+"""Small Definitions for `mi materialize` tests: one daily multi-asset with checks, stored by the real warehouse.
 
-`TOY_FAIL_MARKET` makes that market's step raise; `TOY_DUPLICATE` makes an ERROR check fail.
-(No `from __future__ import annotations`: Dagster reads the `context` annotation at definition.)
+`TOY_FAIL_MARKET` makes the step raise when it reaches that market; `TOY_DUPLICATE` makes an ERROR
+check fail. (No `from __future__ import annotations`: Dagster reads the `context` annotation.)
 """
 
 import os
@@ -12,56 +12,75 @@ import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
 from pipelines.definitions import build_definitions
-from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.partitions import DAILY_PARTITIONS
+from pipelines.runs import RunOptions, single_run, step_name
 from pipelines.settings import PipelineSettings, load_settings
+from pipelines.warehouse.resource import WarehouseResource
 
 
-@dg.multi_asset(
-    outs={INSTRUMENTS.name: dg.AssetOut(), INSTRUMENT_REJECTS.name: dg.AssetOut()},
-    partitions_def=MARKET_PARTITIONS,
-    check_specs=[
-        dg.AssetCheckSpec("symbols_unique", asset=INSTRUMENTS.name),
-        dg.AssetCheckSpec("no_rejects", asset=INSTRUMENT_REJECTS.name),
-    ],
-)
-def toy_instruments(
-    context: dg.AssetExecutionContext,
-) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-    market = context.partition_key
-    if os.environ.get("TOY_FAIL_MARKET") == market:
-        raise RuntimeError(f"toy source for {market} is down")
-    symbols = ["AAA", "AAA"] if os.environ.get("TOY_DUPLICATE") else ["AAA", "BBB"]
-    context.log.info(f"read {len(symbols)} symbols")
-    instruments = pl.DataFrame(
-        {"market": market, "symbol": symbols, "name": "n", "logo": "l", "source": "toy"}
+def _build() -> dg.AssetsDefinition:
+    @dg.multi_asset(
+        specs=[dg.AssetSpec(INSTRUMENTS.name), dg.AssetSpec(INSTRUMENT_REJECTS.name)],
+        partitions_def=DAILY_PARTITIONS,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        check_specs=[
+            dg.AssetCheckSpec("symbols_unique", asset=INSTRUMENTS.name),
+            dg.AssetCheckSpec("no_rejects", asset=INSTRUMENT_REJECTS.name),
+        ],
     )
-    rejects = pl.DataFrame(
-        {
-            "market": [market],
-            "source": ["toy"],
-            "location": ["1"],
-            "record": ["?"],
-            "reason": ["bad"],
-        }
-    )
-    yield dg.Output(instruments, INSTRUMENTS.name)
-    yield dg.Output(rejects, INSTRUMENT_REJECTS.name)
-    yield dg.AssetCheckResult(
-        asset_key=INSTRUMENTS.name,
-        check_name="symbols_unique",
-        passed=instruments["symbol"].is_unique().all(),
-        severity=dg.AssetCheckSeverity.ERROR,
-    )
-    yield dg.AssetCheckResult(
-        asset_key=INSTRUMENT_REJECTS.name,
-        check_name="no_rejects",
-        passed=rejects.is_empty(),
-        severity=dg.AssetCheckSeverity.WARN,
-    )
+    def toy_instruments(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, run_options: RunOptions
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
+        symbols = ["AAA", "AAA"] if os.environ.get("TOY_DUPLICATE") else ["AAA", "BBB"]
+        unique = True
+        for market in run_options.markets:
+            if os.environ.get("TOY_FAIL_MARKET") == market:
+                raise RuntimeError(f"toy source for {market} is down")
+            context.log.info(f"read {len(symbols)} symbols")
+            frames = {
+                INSTRUMENTS: pl.DataFrame(
+                    {"market": market, "symbol": symbols, "name": "n", "logo": "l", "source": "toy"}
+                ),
+                INSTRUMENT_REJECTS: pl.DataFrame(
+                    {
+                        "market": [market],
+                        "source": ["toy"],
+                        "location": ["1"],
+                        "record": ["?"],
+                        "reason": ["bad"],
+                    }
+                ),
+            }
+            for table, frame in frames.items():
+                tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})
+            unique &= len(set(symbols)) == len(symbols)
+        count = len(symbols) * len(run_options.markets)
+        yield dg.MaterializeResult(
+            asset_key=INSTRUMENTS.name, metadata={"dagster/row_count": count}
+        )
+        yield dg.MaterializeResult(
+            asset_key=INSTRUMENT_REJECTS.name,
+            metadata={"dagster/row_count": len(run_options.markets)},
+        )
+        yield dg.AssetCheckResult(
+            asset_key=INSTRUMENTS.name,
+            check_name="symbols_unique",
+            passed=unique,
+            severity=dg.AssetCheckSeverity.ERROR,
+        )
+        yield dg.AssetCheckResult(
+            asset_key=INSTRUMENT_REJECTS.name,
+            check_name="no_rejects",
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+        )
+
+    return toy_instruments
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    return dg.Definitions(assets=[toy_instruments])
+    return dg.Definitions(assets=[single_run(_build)])
 
 
 @dg.definitions

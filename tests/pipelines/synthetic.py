@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, timedelta
 
+import dagster as dg
 import numpy as np
 import polars as pl
 
 from pipelines.catalog import WEEKDAY_MARKETS
 from pipelines.incremental.runner import Domain, DomainRun, run_market
+from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
 from pipelines.prices.update import Request, update_market
+from pipelines.runs import RunOptions, build_publish
+from pipelines.schedules import DAILY_PUBLISH, NEWS_PUBLISH
+from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
 
@@ -104,3 +109,53 @@ def run_day(
         runs.append(run_market(tx, market, domain, full=full))
     RunTransaction(warehouse, run_id, "publish").commit()
     return runs
+
+
+def load_prices(warehouse: Warehouse, bars: pl.DataFrame, market: str, through: date) -> None:
+    """Store `bars` as the market's committed prices (with their state), as a daily run would."""
+    symbols = sorted(bars["symbol"].unique().to_list())
+    tx = RunTransaction(warehouse, f"prices-{market}-{through}", "prices")
+    update_market(tx, Vendor(bars, market), Request(market, symbols, through))
+    tx.commit()
+
+
+def materialize_daily(
+    warehouse: Warehouse,
+    assets: Sequence[dg.AssetsDefinition],
+    day: date,
+    markets: Sequence[str],
+    resources: dict[str, object] | None = None,
+) -> dg.ExecuteInProcessResult:
+    """Materialize `assets` of the daily job for `day` and `markets`, then publish the run."""
+    keys = [key.to_user_string() for asset in assets for key in asset.keys]
+    publish = build_publish(DAILY_PUBLISH, keys, DAILY_PARTITIONS, "test publish")
+    return dg.materialize(
+        [*assets, publish],
+        partition_key=day.isoformat(),
+        resources={
+            "warehouse": WarehouseResource(warehouse_dir=str(warehouse.root)),
+            "run_options": RunOptions(markets=list(markets)),
+            **(resources or {}),
+        },
+        raise_on_error=True,
+    )
+
+
+def materialize_news(
+    warehouse: Warehouse,
+    assets: Sequence[dg.AssetsDefinition],
+    markets: Sequence[str],
+    resources: dict[str, object],
+) -> dg.ExecuteInProcessResult:
+    """Materialize `assets` of the news refresh for `markets`, then publish the run."""
+    keys = [key.to_user_string() for asset in assets for key in asset.keys]
+    publish = build_publish(NEWS_PUBLISH, keys, None, "test publish")
+    return dg.materialize(
+        [*assets, publish],
+        resources={
+            "warehouse": WarehouseResource(warehouse_dir=str(warehouse.root)),
+            "run_options": RunOptions(markets=list(markets)),
+            **resources,
+        },
+        raise_on_error=True,
+    )

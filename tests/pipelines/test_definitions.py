@@ -12,12 +12,11 @@ import dagster as dg
 import pytest
 
 from pipelines import definitions
-from pipelines.catalog import MARKETS, TABLES
-from pipelines.partitions import MARKET_PARTITIONS
-from pipelines.schedules import DAILY_JOB
+from pipelines.catalog import TABLES
+from pipelines.partitions import DAILY_PARTITIONS
+from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH
 from pipelines.settings import load_settings
-from pipelines.warehouse.io_manager import WarehouseIOManager
-from tests.mi import toy_definitions
+from pipelines.warehouse.resource import WarehouseResource
 
 EXPECTED_ASSETS = {
     "backtest_summaries",
@@ -25,12 +24,15 @@ EXPECTED_ASSETS = {
     "briefs",
     "current_actions",
     "daily_prices",
-    "embedded_market_files",
+    "daily_publish",
+    "embedded_market_news",
+    "embedded_market_prices",
     "indicator_snapshots",
     "instrument_analyses",
     "instrument_rejects",
     "instruments",
     "market_summaries",
+    "news_publish",
     "news_rejects",
     "price_rejects",
     "raw_news",
@@ -62,23 +64,52 @@ def test_the_webhooks_domain_adds_its_sensors_and_delivery_job(defs: dg.Definiti
     assert defs.resolve_job_def("webhook_delivery").executor_def.name == "in_process"
 
 
-def test_every_stored_asset_is_a_catalog_table_partitioned_by_market(
+NEWS_ASSETS = {
+    "embedded_market_news",
+    "raw_news",
+    "news_rejects",
+    "briefs",
+    "sentiment_daily",
+    "sentiment_topics",
+    NEWS_PUBLISH,
+}
+"""The news refresh's assets (unpartitioned); every other asset is the daily job's, by day."""
+
+
+def test_the_news_assets_are_unpartitioned_and_the_others_partitioned_by_day(
     defs: dg.Definitions,
 ) -> None:
     graph = defs.resolve_asset_graph()
     for key in graph.materializable_asset_keys:
         node = graph.get(key)
-        assert node.partitions_def == MARKET_PARTITIONS, key
-        assert key.path[-1] in TABLES or key.path[-1] == "embedded_market_files", key
+        name = key.path[-1]
+        expected = None if name in NEWS_ASSETS else DAILY_PARTITIONS
+        assert node.partitions_def == expected, key
+        assert name in TABLES or name.startswith("embedded_market") or name.endswith("_publish"), (
+            key
+        )
 
 
-def test_the_io_manager_writes_under_the_settings_data_dir(
+def test_each_job_runs_its_assets_and_ends_with_its_publish_step(defs: dg.Definitions) -> None:
+    daily = defs.resolve_job_def(DAILY_JOB)
+    news = defs.resolve_job_def(NEWS_JOB)
+    daily_keys = {k.path[-1] for k in daily.asset_layer.executable_asset_keys}
+    news_keys = {k.path[-1] for k in news.asset_layer.executable_asset_keys}
+    assert news_keys == NEWS_ASSETS
+    assert daily_keys == EXPECTED_ASSETS - NEWS_ASSETS
+    graph = defs.resolve_asset_graph()
+    publish = graph.get(dg.AssetKey(DAILY_PUBLISH))
+    assert {k.path[-1] for k in publish.parent_keys} == daily_keys - {DAILY_PUBLISH}
+    assert daily.executor_def.name == "in_process"
+
+
+def test_the_warehouse_resource_writes_under_the_settings_data_dir(
     defs: dg.Definitions, tmp_path: Path
 ) -> None:
-    io_manager = defs.resources["io_manager"]
-    assert isinstance(io_manager, WarehouseIOManager)
-    assert Path(io_manager.warehouse_dir) == tmp_path / "warehouse"
-    assert Path(str(io_manager.duckdb_path)) == tmp_path / "warehouse.duckdb"
+    warehouse = defs.resources["warehouse"]
+    assert isinstance(warehouse, WarehouseResource)
+    assert Path(warehouse.warehouse_dir) == tmp_path / "warehouse"
+    assert Path(str(warehouse.duckdb_path)) == tmp_path / "warehouse.duckdb"
 
 
 def test_importing_the_root_reads_no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,24 +119,48 @@ def test_importing_the_root_reads_no_settings(monkeypatch: pytest.MonkeyPatch) -
     assert callable(definitions.defs)
 
 
-def test_the_daily_schedule_requests_one_run_per_market(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MI_DATA_DIR", str(tmp_path))
-    defs = toy_definitions.defs()
-    schedule = defs.resolve_schedule_def("daily_materialization")
+def test_the_daily_schedule_closes_the_day_that_just_ended(defs: dg.Definitions) -> None:
+    schedule = defs.resolve_schedule_def("daily_update_schedule")
     assert schedule.cron_schedule == "30 0 * * *"
     assert schedule.execution_timezone == "UTC"
     assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
     when = datetime(2026, 1, 2, 0, 30, tzinfo=UTC)
-    repository = defs.get_repository_def()
     with dg.build_schedule_context(
-        repository_def=repository, scheduled_execution_time=when
+        repository_def=defs.get_repository_def(), scheduled_execution_time=when
     ) as context:
         requests = list(schedule.evaluate_tick(context).run_requests or [])
-    assert [r.partition_key for r in requests] == list(MARKETS)
-    assert [r.run_key for r in requests] == [f"2026-01-02:{m}" for m in MARKETS]
-    assert defs.resolve_job_def(DAILY_JOB).executor_def.name == "in_process"
+    assert [(r.partition_key, r.run_key) for r in requests] == [("2026-01-01", "2026-01-01")]
+
+
+def test_the_news_refreshes_every_fifteen_minutes_by_default(defs: dg.Definitions) -> None:
+    schedule = defs.resolve_schedule_def("news_refresh_schedule")
+    assert schedule.cron_schedule == "*/15 * * * *"
+    assert schedule.job_name == NEWS_JOB
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+
+
+def test_the_news_cadence_is_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MI_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MI_NEWS_CADENCE_MINUTES", "5")
+    schedule = definitions.defs().resolve_schedule_def("news_refresh_schedule")
+    assert schedule.cron_schedule == "*/5 * * * *"
+    monkeypatch.setenv("MI_NEWS_CADENCE_MINUTES", "7")
+    with pytest.raises(ValueError, match="does not divide an hour"):
+        definitions.defs()
+
+
+def test_freshness_checks_watch_prices_and_news_and_a_sensor_runs_them(
+    defs: dg.Definitions,
+) -> None:
+    graph = defs.resolve_asset_graph()
+    watched = {
+        key.asset_key.path[-1]
+        for key in graph.asset_check_keys
+        if key.name.startswith("freshness_check")
+    }
+    assert watched == {"daily_prices", "raw_news", "briefs", "sentiment_daily"}
+    sensor = defs.resolve_sensor_def("freshness_checks_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
 
 
 @pytest.mark.slow

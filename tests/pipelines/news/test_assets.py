@@ -1,16 +1,16 @@
-"""The raw news multi-asset: one partition materialised over a file drop, its checks and build_defs."""
+"""The raw news multi-asset of the news refresh: materialised over a file drop, its checks and build_defs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import dagster as dg
-import polars as pl
 import pytest
+from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
 from pipelines.news.assets import (
-    EMBEDDED_MARKET_FILES_KEY,
+    EMBEDDED_NEWS,
     NEWS_REJECTS_KEY,
     RAW_NEWS_KEY,
     build_raw_news_assets,
@@ -18,7 +18,11 @@ from pipelines.news.assets import (
 from pipelines.news.config import NewsPolicy
 from pipelines.news.definitions import build_defs
 from pipelines.news.sources import FileDropNewsSource
+from pipelines.runs import RunOptions
 from pipelines.settings import PipelineSettings
+from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import materialize_news
 
 from .conftest import NOW
 
@@ -27,35 +31,48 @@ def settings(data_dir: Path, sources: Path | None = None) -> PipelineSettings:
     return PipelineSettings(data_dir=data_dir, sources_config=sources, seed=1, end_date=None)
 
 
-def materialize(file_drop: Path, policy: NewsPolicy) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [build_raw_news_assets(embedded=False)],
-        partition_key="crypto",
+def graph_of(defs: dg.Definitions, data_dir: Path) -> AssetGraph:
+    """The domain's asset graph with the resources the root supplies to every domain."""
+    root = dg.Definitions(
         resources={
-            "news_source": FileDropNewsSource(file_drop),
-            "news_policy": policy,
-            "io_manager": dg.mem_io_manager,
-        },
+            "warehouse": WarehouseResource(warehouse_dir=str(data_dir / "warehouse")),
+            "run_options": RunOptions(),
+        }
+    )
+    return dg.Definitions.merge(defs, root).resolve_asset_graph()
+
+
+def materialize(
+    file_drop: Path, policy: NewsPolicy, warehouse: Warehouse
+) -> dg.ExecuteInProcessResult:
+    return materialize_news(
+        warehouse,
+        [build_raw_news_assets(embedded=False)],
+        ["crypto"],
+        {"news_source": FileDropNewsSource(file_drop), "news_policy": policy},
     )
 
 
 @pytest.fixture
-def result(file_drop: Path) -> dg.ExecuteInProcessResult:
-    return materialize(file_drop, NewsPolicy(clock=lambda: NOW))
+def warehouse(tmp_path: Path) -> Warehouse:
+    return Warehouse(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def result(file_drop: Path, warehouse: Warehouse) -> dg.ExecuteInProcessResult:
+    return materialize(file_drop, NewsPolicy(clock=lambda: NOW), warehouse)
 
 
 def checks_by_name(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
 
-def test_materialize_one_partition_writes_conformed_articles_and_rejects(
-    result: dg.ExecuteInProcessResult,
+def test_materialize_writes_conformed_articles_and_rejects(
+    result: dg.ExecuteInProcessResult, warehouse: Warehouse
 ) -> None:
     assert result.success
-    articles = result.output_for_node("news_ingestion", RAW_NEWS.name)
-    rejects = result.output_for_node("news_ingestion", NEWS_REJECTS.name)
-    assert isinstance(articles, pl.DataFrame)
-    assert isinstance(rejects, pl.DataFrame)
+    articles = warehouse.read(RAW_NEWS)
+    rejects = warehouse.read(NEWS_REJECTS)
     assert articles.schema == RAW_NEWS.schema
     assert rejects.schema == NEWS_REJECTS.schema
     assert set(articles.get_column("market")) == {"crypto"}
@@ -74,12 +91,12 @@ def test_materialization_metadata_counts_items_articles_duplicates_and_rejects(
     metadata = {k: v.value for k, v in event.metadata.items()}
     assert metadata["feeds"] == 6
     assert metadata["items_read"] == 15
-    assert metadata["unique_articles"] == 7
+    assert metadata["new_articles"] == 7
     assert metadata["duplicates_merged"] == 2
     assert (metadata["item_rejects"], metadata["feed_rejects"]) == (6, 4)
     # Nothing is dropped silently: every item read is an article, a merged duplicate or a reject.
     assert metadata["items_read"] == 7 + 2 + 6
-    assert metadata["newest_item"] == pytest.approx(
+    assert metadata["newest_new_item"] == pytest.approx(
         NOW.replace(day=9, hour=20, minute=45).timestamp()
     )
 
@@ -110,26 +127,45 @@ def test_checks_pass_on_unique_complete_fresh_articles_and_warn_on_rejects(
     }
 
 
-def test_freshness_check_warns_when_the_newest_article_is_too_old(file_drop: Path) -> None:
+def test_freshness_check_warns_when_the_newest_article_is_too_old(
+    file_drop: Path, warehouse: Warehouse
+) -> None:
     later = NOW.replace(month=3)
-    result = materialize(file_drop, NewsPolicy(freshness_hours=24, clock=lambda: later))
+    result = materialize(file_drop, NewsPolicy(freshness_hours=24, clock=lambda: later), warehouse)
     fresh = checks_by_name(result)["fresh"]
     assert not fresh.passed
     assert fresh.severity == dg.AssetCheckSeverity.WARN
-    assert fresh.metadata["now"].value == later.isoformat()
+    assert fresh.metadata["markets"].value["crypto"]["now"] == later.isoformat()
 
 
-def test_an_empty_market_materialises_empty_tables_and_fails_freshness(tmp_path: Path) -> None:
-    result = materialize(tmp_path, NewsPolicy(clock=lambda: NOW))
+def test_an_empty_market_materialises_empty_tables_and_fails_freshness(
+    tmp_path: Path, warehouse: Warehouse
+) -> None:
+    result = materialize(tmp_path / "nothing", NewsPolicy(clock=lambda: NOW), warehouse)
     assert result.success
-    assert result.output_for_node("news_ingestion", RAW_NEWS.name).is_empty()
+    assert warehouse.read(RAW_NEWS).is_empty()
     assert not checks_by_name(result)["fresh"].passed
 
 
-def test_embedded_mode_depends_on_the_embedded_market_files_asset(tmp_path: Path) -> None:
-    graph = build_defs(settings(tmp_path)).resolve_asset_graph()
-    assert EMBEDDED_MARKET_FILES_KEY in graph.get(RAW_NEWS_KEY).parent_keys
-    assert graph.get(RAW_NEWS_KEY).partitions_def is not None
+def test_a_second_refresh_reads_only_changed_documents_and_keeps_articles_once(
+    file_drop: Path, warehouse: Warehouse
+) -> None:
+    materialize(file_drop, NewsPolicy(clock=lambda: NOW), warehouse)
+    again = materialize(file_drop, NewsPolicy(clock=lambda: NOW), warehouse)
+    (event,) = [
+        m
+        for m in again.asset_materializations_for_node("news_ingestion")
+        if m.asset_key == RAW_NEWS_KEY
+    ]
+    assert event.metadata["items_read"].value == 0
+    assert event.metadata["new_articles"].value == 0
+    assert warehouse.read(RAW_NEWS).height == 7
+
+
+def test_embedded_mode_depends_on_the_embedded_news_asset(tmp_path: Path) -> None:
+    graph = graph_of(build_defs(settings(tmp_path)), tmp_path)
+    assert EMBEDDED_NEWS in graph.get(RAW_NEWS_KEY).parent_keys
+    assert graph.get(RAW_NEWS_KEY).partitions_def is None
 
 
 def test_configured_mode_reads_the_sources_toml_and_has_no_embedded_dependency(
@@ -137,17 +173,15 @@ def test_configured_mode_reads_the_sources_toml_and_has_no_embedded_dependency(
 ) -> None:
     toml = tmp_path / "sources.toml"
     toml.write_text('[news.crypto]\nfeeds = ["feeds/a.xml"]\n', encoding="utf-8")
-    defs = build_defs(settings(tmp_path, toml))
-    graph = defs.resolve_asset_graph()
+    graph = graph_of(build_defs(settings(tmp_path, toml)), tmp_path)
     assert graph.get(RAW_NEWS_KEY).parent_keys == set()
     assert {RAW_NEWS_KEY, NEWS_REJECTS_KEY} <= set(graph.get_all_asset_keys())
 
 
 def test_build_defs_loads_and_declares_the_news_resources(tmp_path: Path) -> None:
-    defs = build_defs(settings(tmp_path))
-    defs.resolve_all_job_defs()
+    defs = build_defs(settings(tmp_path))  # warehouse and run_options come from the root
     assert set(defs.resources or {}) == {"news_source", "news_policy"}
-    assert {k.name for k in defs.resolve_asset_graph().asset_check_keys} == {
+    assert {k.name for k in graph_of(defs, tmp_path).asset_check_keys} == {
         "article_id_unique",
         "articles_complete",
         "fresh",

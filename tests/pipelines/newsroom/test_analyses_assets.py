@@ -1,7 +1,5 @@
 """The analyses multi-asset over small hand-checkable frames: facts, rows, checks, warehouse, DuckDB."""
 
-# No `from __future__ import annotations`: Dagster reads the stub assets' annotations.
-
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -16,14 +14,16 @@ from pipelines.catalog import (
     INDICATOR_SNAPSHOTS,
     INSTRUMENTS,
     TREND_SEGMENTS,
+    Table,
 )
 from pipelines.catalog.newsroom import BRIEFS, INSTRUMENT_ANALYSES, MARKET_SUMMARIES
 from pipelines.newsroom import analyses
 from pipelines.newsroom.assets import build_analyses_assets
 from pipelines.newsroom.writing import numbers as fmt
 from pipelines.newsroom.writing.writer import TemplateWriter
-from pipelines.partitions import MARKET_PARTITIONS
-from pipelines.warehouse.io_manager import WarehouseIOManager
+from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import materialize_daily
 
 DAY = date(2025, 1, 10)
 DAY_MS = 1_736_467_200_000
@@ -112,39 +112,55 @@ def briefs(market: str) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=BRIEFS.schema)
 
 
-def stub(name: str, make):  # type: ignore[no-untyped-def]
-    @dg.asset(name=name, partitions_def=MARKET_PARTITIONS, io_manager_key="inputs")
-    def _stub(context: dg.AssetExecutionContext) -> pl.DataFrame:
-        return make(context.partition_key)
-
-    return _stub
-
-
-STUBS = [
-    stub("daily_prices", prices),
-    stub("instruments", instruments),
-    stub("indicator_snapshots", snapshots),
-    stub("trend_segments", segments),
-    stub("current_actions", actions),
-    stub("briefs", briefs),
+TABLES = [
+    (DAILY_PRICES, prices),
+    (INSTRUMENTS, instruments),
+    (INDICATOR_SNAPSHOTS, snapshots),
+    (TREND_SEGMENTS, segments),
+    (CURRENT_ACTIONS, actions),
+    (BRIEFS, briefs),
 ]
 
 
-def materialize(market: str, io_manager: object) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [*STUBS, build_analyses_assets()],
-        partition_key=market,
-        resources={
-            "io_manager": io_manager,
-            "inputs": dg.mem_io_manager,
+def filled(table: Table, frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with the columns a hand-made frame leaves empty given neutral values (storable)."""
+    neutral = {pl.String: "", pl.Date: date(1970, 1, 1), pl.Boolean: False}
+    return frame.with_columns(
+        pl.col(c.name).fill_null(pl.lit(neutral.get(type(c.dtype), 0)).cast(c.dtype))
+        for c in table.columns
+        if not c.nullable and not isinstance(c.dtype, pl.List)
+    )
+
+
+def materialize(market: str, warehouse: Warehouse) -> dg.ExecuteInProcessResult:
+    """The analyses of `market` written over its tables stored in `warehouse`."""
+    for table, make in TABLES:
+        warehouse.write(table, market, filled(table, make(market)))
+    return materialize_daily(
+        warehouse,
+        [build_analyses_assets()],
+        DAY,
+        [market],
+        {
             "newsroom_writer": TemplateWriter(),
+            "warehouse": WarehouseResource(
+                warehouse_dir=str(warehouse.root),
+                duckdb_path=str(warehouse.duckdb_path) if warehouse.duckdb_path else None,
+            ),
         },
     )
 
 
 @pytest.fixture(scope="module")
-def result() -> dg.ExecuteInProcessResult:
-    return materialize("crypto", dg.mem_io_manager)
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    warehouse = Warehouse(tmp_path_factory.mktemp("analyses") / "warehouse")
+    assert materialize("crypto", warehouse).success
+    return warehouse
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory) -> dg.ExecuteInProcessResult:
+    return materialize("crypto", Warehouse(tmp_path_factory.mktemp("checks") / "warehouse"))
 
 
 def test_facts_are_gathered_from_the_latest_bar_of_each_table() -> None:
@@ -187,11 +203,10 @@ def test_the_market_facts_count_breadth_movers_and_the_days_briefs() -> None:
 
 
 def test_materialize_writes_one_analysis_per_priced_instrument_and_a_summary(
-    result: dg.ExecuteInProcessResult,
+    stored: Warehouse,
 ) -> None:
-    assert result.success
-    table = result.output_for_node("newsroom_analyses", INSTRUMENT_ANALYSES.name)
-    summaries = result.output_for_node("newsroom_analyses", MARKET_SUMMARIES.name)
+    table = stored.read(INSTRUMENT_ANALYSES).sort("symbol")
+    summaries = stored.read(MARKET_SUMMARIES)
     assert table.schema == INSTRUMENT_ANALYSES.schema
     assert summaries.schema == MARKET_SUMMARIES.schema
     assert table["symbol"].to_list() == ["BTC", "DOGE", "ETH"]
@@ -201,9 +216,7 @@ def test_materialize_writes_one_analysis_per_priced_instrument_and_a_summary(
     assert summaries.rows() == [("crypto", DAY, DAY_MS, summaries["summary"][0], "template")]
 
 
-def test_every_number_an_analysis_cites_matches_the_warehouse(
-    result: dg.ExecuteInProcessResult,
-) -> None:
+def test_every_number_an_analysis_cites_matches_the_warehouse(stored: Warehouse) -> None:
     # An oracle independent of the facts code: each coin's numbers computed by hand from the frames.
     windows = {"7", "14", "30", "50", "200"}
     expected = {
@@ -211,7 +224,7 @@ def test_every_number_an_analysis_cites_matches_the_warehouse(
         "ETH": {"3700", "0.3", "-0.3", "1.9", "-1.9", "7.5", "-7.5", "28", "41000", "45000", "12", "1", "-2.5"},
         "DOGE": {"0.013", "0.8", "+0.8", "5.7", "+5.7", "30", "+30", "55.5", "55.6", "41000", "45000", "0", "1", "+1.5"},
     }  # fmt: skip
-    table = result.output_for_node("newsroom_analyses", INSTRUMENT_ANALYSES.name)
+    table = stored.read(INSTRUMENT_ANALYSES)
     for symbol, text in table.select("symbol", "analysis").rows():
         numbers = fmt.cited(
             text, [*(r[2] for r in BRIEF_ROWS), COINS[symbol][0], symbol, "10 January 2025"]
@@ -249,19 +262,18 @@ def test_the_number_check_reports_an_analysis_citing_a_number_not_in_its_facts()
     assert offending.rows() == [("BTC", "2025-01-10", "43500")]
 
 
-def test_other_markets_get_empty_tables_and_passing_checks() -> None:
-    result = materialize("forex", dg.mem_io_manager)
+def test_other_markets_get_empty_tables_and_passing_checks(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path / "warehouse")
+    result = materialize("forex", warehouse)
     assert result.success
-    assert result.output_for_node("newsroom_analyses", INSTRUMENT_ANALYSES.name).is_empty()
-    assert result.output_for_node("newsroom_analyses", MARKET_SUMMARIES.name).is_empty()
+    assert warehouse.read(INSTRUMENT_ANALYSES, ["forex"]).is_empty()
+    assert warehouse.read(MARKET_SUMMARIES, ["forex"]).is_empty()
     assert all(e.passed for e in result.get_asset_check_evaluations())
 
 
 def test_the_tables_land_in_the_warehouse_and_are_visible_in_duckdb(tmp_path: Path) -> None:
-    io_manager = WarehouseIOManager(
-        warehouse_dir=str(tmp_path / "warehouse"), duckdb_path=str(tmp_path / "warehouse.duckdb")
-    )
-    assert materialize("crypto", io_manager).success
+    warehouse = Warehouse(tmp_path / "warehouse", duckdb_path=tmp_path / "warehouse.duckdb")
+    assert materialize("crypto", warehouse).success
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         newest = con.execute(
             "SELECT symbol, timestamp, writer FROM instrument_analyses WHERE market = 'crypto' "

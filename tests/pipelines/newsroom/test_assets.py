@@ -1,6 +1,4 @@
-"""The newsroom assets: one market materialised over small raw_news and instruments, checks, DuckDB."""
-
-# No `from __future__ import annotations`: Dagster reads the stub assets' annotations.
+"""The newsroom's news-refresh assets over small stored raw_news and instruments: briefs, sentiment, checks."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,10 +14,10 @@ from pipelines.newsroom.assets import build_briefs_asset, build_sentiment_assets
 from pipelines.newsroom.definitions import build_defs
 from pipelines.newsroom.enrichment import LexiconEnricher
 from pipelines.newsroom.llm import LlmEnricher
-from pipelines.partitions import MARKET_PARTITIONS
 from pipelines.settings import PipelineSettings
-from pipelines.warehouse.io_manager import WarehouseIOManager
+from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import materialize_news
 
 ARTICLES = [
     ("a1", "Bitcoin surges to record high as ETF inflows jump", "Bitcoin (BTC) rose 6%.", "2025-01-10T09:00:00"),
@@ -59,46 +57,42 @@ def instruments_frame(market: str = "crypto") -> pl.DataFrame:
     return pl.DataFrame(rows, schema=INSTRUMENTS.schema)
 
 
-@dg.asset(name="raw_news", partitions_def=MARKET_PARTITIONS)
-def raw_news_stub(context: dg.AssetExecutionContext) -> pl.DataFrame:
-    return raw_news_frame(context.partition_key)
-
-
-@dg.asset(name="instruments", partitions_def=MARKET_PARTITIONS)
-def instruments_stub(context: dg.AssetExecutionContext) -> pl.DataFrame:
-    return instruments_frame(context.partition_key)
-
-
-def materialize(io_manager: object) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [raw_news_stub, instruments_stub, build_briefs_asset(), build_sentiment_assets()],
-        partition_key="crypto",
-        resources={"io_manager": io_manager, "newsroom_enricher": LexiconEnricher()},
+def materialize(warehouse: Warehouse) -> dg.ExecuteInProcessResult:
+    warehouse.write(RAW_NEWS, "crypto", raw_news_frame("crypto"))
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto"))
+    return materialize_news(
+        warehouse,
+        [build_briefs_asset(), build_sentiment_assets()],
+        ["crypto"],
+        {"newsroom_enricher": LexiconEnricher()},
     )
 
 
 @pytest.fixture(scope="module")
-def result() -> dg.ExecuteInProcessResult:
-    return materialize(dg.mem_io_manager)
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    warehouse = Warehouse(tmp_path_factory.mktemp("newsroom") / "warehouse")
+    assert materialize(warehouse).success
+    return warehouse
 
 
-def test_materialize_one_market_writes_conformed_briefs_and_sentiment(
-    result: dg.ExecuteInProcessResult,
-) -> None:
-    assert result.success
-    briefs = result.output_for_node("briefs")
-    daily = result.output_for_node("newsroom_sentiment", SENTIMENT_DAILY.name)
-    topics = result.output_for_node("newsroom_sentiment", SENTIMENT_TOPICS.name)
+@pytest.fixture(scope="module")
+def result(stored: Warehouse) -> dg.ExecuteInProcessResult:
+    warehouse = Warehouse(stored.root.with_name("again") / "warehouse")
+    return materialize(warehouse)
+
+
+def test_materialize_one_market_writes_conformed_briefs_and_sentiment(stored: Warehouse) -> None:
+    briefs = stored.read(BRIEFS)
+    daily = stored.read(SENTIMENT_DAILY)
+    topics = stored.read(SENTIMENT_TOPICS)
     assert briefs.schema == BRIEFS.schema
     assert daily.schema == SENTIMENT_DAILY.schema
     assert topics.schema == SENTIMENT_TOPICS.schema
     assert briefs["article_id"].to_list() == ["a2", "a1", "a3", "a4", "a5"]  # newest first
 
 
-def test_briefs_carry_tagged_symbols_coins_and_enrichment(
-    result: dg.ExecuteInProcessResult,
-) -> None:
-    briefs = result.output_for_node("briefs")
+def test_briefs_carry_tagged_symbols_coins_and_enrichment(stored: Warehouse) -> None:
+    briefs = stored.read(BRIEFS)
     by_id = {row["article_id"]: row for row in briefs.iter_rows(named=True)}
     assert by_id["a1"]["symbols"] == ["BTC"]
     assert by_id["a2"]["symbols"] == ["ETH", "SOL"]  # "link" in lower case is not LINK
@@ -111,8 +105,8 @@ def test_briefs_carry_tagged_symbols_coins_and_enrichment(
     assert by_id["a1"]["date"].isoformat() == "2025-01-10"
 
 
-def test_sentiment_daily_counts_the_tagged_briefs(result: dg.ExecuteInProcessResult) -> None:
-    daily = result.output_for_node("newsroom_sentiment", SENTIMENT_DAILY.name)
+def test_sentiment_daily_counts_the_tagged_briefs(stored: Warehouse) -> None:
+    daily = stored.read(SENTIMENT_DAILY)
     got = {
         (r["symbol"], r["date"].isoformat()): (r["positive"], r["neutral"], r["negative"])
         for r in daily.iter_rows(named=True)
@@ -143,12 +137,19 @@ def test_every_check_passes_on_clean_input(result: dg.ExecuteInProcessResult) ->
 
 
 def test_the_tables_land_in_the_warehouse_and_are_visible_in_duckdb(tmp_path: Path) -> None:
-    io_manager = WarehouseIOManager(
-        warehouse_dir=str(tmp_path / "warehouse"), duckdb_path=str(tmp_path / "warehouse.duckdb")
+    warehouse = Warehouse(tmp_path / "warehouse", duckdb_path=tmp_path / "warehouse.duckdb")
+    warehouse.write(RAW_NEWS, "crypto", raw_news_frame("crypto"))
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto"))
+    resource = WarehouseResource(
+        warehouse_dir=str(warehouse.root), duckdb_path=str(warehouse.duckdb_path)
     )
-    assert materialize(io_manager).success
-    stored = Warehouse(root=tmp_path / "warehouse").read(BRIEFS, ["crypto"])
-    assert stored.height == len(ARTICLES)
+    assert materialize_news(
+        warehouse,
+        [build_briefs_asset(), build_sentiment_assets()],
+        ["crypto"],
+        {"newsroom_enricher": LexiconEnricher(), "warehouse": resource},
+    ).success
+    assert warehouse.read(BRIEFS, ["crypto"]).height == len(ARTICLES)
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute(
             "SELECT symbol, positive, neutral, negative, total FROM sentiment_daily "
@@ -159,6 +160,41 @@ def test_the_tables_land_in_the_warehouse_and_are_visible_in_duckdb(tmp_path: Pa
         ).fetchone()
     assert rows == [("BTC", 1, 0, 0, 1), ("ETH", 0, 0, 1, 1), ("SOL", 0, 0, 1, 1)]
     assert briefs == (2,)
+
+
+def test_a_refresh_enriches_only_new_articles_and_recounts_their_days(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path / "warehouse")
+    assert materialize(warehouse).success
+    before = warehouse.read(BRIEFS)
+    newer = RAW_NEWS.conform(
+        raw_news_frame("crypto")
+        .head(1)
+        .with_columns(
+            article_id=pl.lit("a6"),
+            guid=pl.lit("a6"),
+            link=pl.lit("https://news.example/a6"),
+            title=pl.lit("Bitcoin slumps as miners sell"),
+        )
+    )
+    warehouse.write(RAW_NEWS, "crypto", pl.concat([raw_news_frame("crypto"), newer]))
+    result = materialize_news(
+        warehouse,
+        [build_briefs_asset(), build_sentiment_assets()],
+        ["crypto"],
+        {"newsroom_enricher": LexiconEnricher()},
+    )
+    (event,) = result.asset_materializations_for_node("briefs")
+    assert event.metadata["enriched"].value == 1
+    after = warehouse.read(BRIEFS)
+    assert after.height == before.height + 1
+    assert (
+        after.filter(pl.col("article_id") != "a6")
+        .sort("article_id")
+        .equals(before.sort("article_id"))
+    )
+    daily = warehouse.read(SENTIMENT_DAILY).filter(pl.col("symbol") == "BTC")
+    btc_10 = daily.filter(pl.col("date") == pl.lit("2025-01-10").str.to_date())
+    assert btc_10["total"].to_list() == [2]
 
 
 def test_build_defs_uses_the_lexicon_without_llm_settings_and_the_llm_with_them(

@@ -1,18 +1,17 @@
-"""The trade_simulator multi-asset: one market materialized into the warehouse, checks passing, read by DuckDB."""
+"""The trade_simulator multi-asset of the daily job: its five tables stored, checks passing, read by DuckDB."""
 
 from datetime import date, timedelta
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 import numpy as np
 import polars as pl
-from dagster import AssetExecutionContext
 
-from pipelines.catalog import TREND_SEGMENTS
-from pipelines.partitions import MARKET_PARTITIONS
-from pipelines.simulator.assets import SimulatorConfig, build_trade_simulator
-from pipelines.warehouse.io_manager import WarehouseIOManager
+from pipelines.catalog import INSTRUMENTS, SCORECARDS, TREND_SEGMENTS
+from pipelines.simulator.assets import build_trade_simulator
+from pipelines.simulator.update import SimulatorConfig
+from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import load_prices, materialize_daily
 
 SYMBOLS = ("AAA", "BBB", "CCC")
 BARS = 900
@@ -46,14 +45,10 @@ def small_market(market: str) -> pl.DataFrame:
     return pl.concat(frames)
 
 
-@dg.asset(partitions_def=MARKET_PARTITIONS)
-def daily_prices(context: AssetExecutionContext) -> pl.DataFrame:
-    return small_market(context.partition_key)
+LAST = date(2022, 1, 1) + timedelta(days=BARS - 1)
 
 
-@dg.asset(partitions_def=MARKET_PARTITIONS)
-def instruments(context: AssetExecutionContext) -> pl.DataFrame:
-    market = context.partition_key
+def instruments(market: str) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "market": market,
@@ -65,12 +60,11 @@ def instruments(context: AssetExecutionContext) -> pl.DataFrame:
     )
 
 
-@dg.asset(partitions_def=MARKET_PARTITIONS)
-def trend_segments(context: AssetExecutionContext) -> pl.DataFrame:
+def trend_segments(market: str) -> pl.DataFrame:
     """Stand-in for the trends domain's table (running segment of AAA only; other columns 0)."""
     given = pl.DataFrame(
         {
-            "market": context.partition_key,
+            "market": market,
             "symbol": ["AAA", "AAA"],
             "segment": [0, 1],
             "is_running": [False, True],
@@ -78,31 +72,39 @@ def trend_segments(context: AssetExecutionContext) -> pl.DataFrame:
             "trend_duration_days": [40, 12],
         }
     )
-    filler = [pl.lit(0).cast(c.dtype).alias(c.name) for c in TREND_SEGMENTS.columns if c.name not in given.columns]  # fmt: skip
+    filler = [
+        pl.lit(0).cast(c.dtype).alias(c.name)
+        for c in TREND_SEGMENTS.columns
+        if c.name not in given.columns
+    ]
     return TREND_SEGMENTS.conform(given.with_columns(filler))
 
 
+def stored_market(tmp_path: Path, market: str, trends: bool) -> Warehouse:
+    warehouse = Warehouse(tmp_path / "warehouse")
+    bars = small_market(market).drop("market", "timestamp", "source")
+    load_prices(warehouse, bars, market, LAST)
+    warehouse.write(INSTRUMENTS, market, instruments(market))
+    if trends:
+        warehouse.write(TREND_SEGMENTS, market, trend_segments(market))
+    return warehouse
+
+
 def test_one_market_materializes_all_five_tables_with_passing_checks(tmp_path: Path) -> None:
-    warehouse = tmp_path / "warehouse"
-    io_manager = WarehouseIOManager(warehouse_dir=str(warehouse))
-    result = dg.materialize(
-        [
-            daily_prices,
-            instruments,
-            trend_segments,
-            build_trade_simulator(SimulatorConfig()),
-        ],
-        resources={"io_manager": io_manager},
-        partition_key="crypto",
+    warehouse = stored_market(tmp_path, "crypto", trends=True)
+    result = materialize_daily(
+        warehouse, [build_trade_simulator(SimulatorConfig())], LAST, ["crypto"]
     )
     assert result.success
     checks = result.get_asset_check_evaluations()
     assert len(checks) == 12
     assert all(c.passed for c in checks), [c.check_name for c in checks if not c.passed]
+    root = warehouse.root
     with duckdb.connect() as db:
         tables = ("backtest_trades", "backtest_summaries", "current_actions", "scorecards")
         for t in (*tables, "recommendations"):
-            db.execute(f"create view {t} as from read_parquet('{warehouse}/{t}/**/*.parquet')")
+            files = ", ".join(f"'{root / p}'" for p in warehouse.manifest().files(t))  # type: ignore[union-attr]
+            db.execute(f"create view {t} as from read_parquet([{files}])")
         counts = {t: db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables}  # type: ignore[index]
         cards = db.execute(
             "select symbol, strategy, trend, trend_duration, name from scorecards order by 1, 2"
@@ -115,17 +117,8 @@ def test_one_market_materializes_all_five_tables_with_passing_checks(tmp_path: P
 
 
 def test_a_market_without_stored_trends_gets_null_trends(tmp_path: Path) -> None:
-    """trend_segments is an input that may not be materialized yet: it then reads as no rows."""
-    warehouse = tmp_path / "warehouse"
-    result = dg.materialize(
-        [daily_prices, instruments, trend_segments, build_trade_simulator(SimulatorConfig())],
-        resources={"io_manager": WarehouseIOManager(warehouse_dir=str(warehouse))},
-        partition_key="forex",
-        selection=dg.AssetSelection.all() - dg.AssetSelection.assets("trend_segments"),
-    )
-    assert result.success
-    with duckdb.connect() as db:
-        cards = db.execute(
-            f"select distinct trend, trend_duration from read_parquet('{warehouse}/scorecards/**/*.parquet')"
-        ).fetchall()
-    assert cards == [(None, None)]
+    """trend_segments may not be materialized yet: the scorecards then have no trend."""
+    warehouse = stored_market(tmp_path, "forex", trends=False)
+    materialize_daily(warehouse, [build_trade_simulator(SimulatorConfig())], LAST, ["forex"])
+    cards = warehouse.read(SCORECARDS, ["forex"])
+    assert cards.select("trend", "trend_duration").unique().rows() == [(None, None)]

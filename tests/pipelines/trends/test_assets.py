@@ -1,18 +1,17 @@
-"""The trends multi-asset materialized for one market from a tiny stored daily_prices partition."""
+"""The trends multi-asset materialized by the daily job: both tables stored, every check run and passing."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from pathlib import Path
 
-import dagster as dg
 import numpy as np
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, TREND_HISTORY, TREND_SEGMENTS
-from pipelines.partitions import MARKET_PARTITIONS
-from pipelines.trends.assets import trends
-from pipelines.warehouse.io_manager import WarehouseIOManager
+from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
+from pipelines.trends.assets import build_trends
 from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import load_prices, materialize_daily
 from tests.pipelines.trends.helpers import bars
 
 
@@ -20,22 +19,37 @@ def test_materialize_stores_both_tables_and_every_check_passes(tmp_path: Path) -
     warehouse = Warehouse(root=tmp_path / "warehouse")
     v = np.concatenate([np.linspace(50.0, 30.0, 60), np.linspace(30.0, 60.0, 60)[1:]])
     prices = bars({"AAA": v, "BBB": np.linspace(10.0, 20.0, 40)}, market="stocks")
-    warehouse.write(DAILY_PRICES, "stocks", prices)
-    result = dg.materialize(
-        [dg.AssetSpec("daily_prices", partitions_def=MARKET_PARTITIONS), trends],
-        partition_key="stocks",
-        resources={"io_manager": WarehouseIOManager(warehouse_dir=str(tmp_path / "warehouse"))},
-        raise_on_error=True,
-    )
+    last = date(2024, 1, 1) + timedelta(days=118)
+    load_prices(warehouse, prices.drop("market", "timestamp", "source"), "stocks", last)
+    result = materialize_daily(warehouse, [build_trends()], last, ["stocks"])
     evaluations = result.get_asset_check_evaluations()
     assert len(evaluations) == 6
     assert all(e.passed for e in evaluations), [e.check_name for e in evaluations if not e.passed]
     history = warehouse.read(TREND_HISTORY, ["stocks"])
     segments = warehouse.read(TREND_SEGMENTS, ["stocks"])
-    assert history.height == prices.height
+    stored = warehouse.read(TREND_HISTORY)
+    assert history.height == stored.height > 0
     assert history.schema == TREND_HISTORY.schema
     aaa = segments.filter(pl.col("symbol") == "AAA").sort("segment")
     assert aaa["trend"][0] == "down"
     assert aaa["trend"][-1] == "up"
     assert segments.filter("is_running").height == 2
     assert segments["last_updated"].n_unique() == 1
+
+
+def test_a_run_with_nothing_new_keeps_the_stored_files(tmp_path: Path) -> None:
+    warehouse = Warehouse(root=tmp_path / "warehouse")
+    prices = bars({"AAA": np.linspace(10.0, 20.0, 500)}, market="crypto")
+    last = date(2024, 1, 1) + timedelta(days=499)
+    load_prices(warehouse, prices.drop("market", "timestamp", "source"), "crypto", last)
+    materialize_daily(warehouse, [build_trends()], last, ["crypto"])
+    before = warehouse.manifest()
+    result = materialize_daily(warehouse, [build_trends()], last, ["crypto"])
+    after = warehouse.manifest()
+    assert before is not None
+    assert after is not None
+    assert after.partitions(TREND_HISTORY.name, "crypto") == before.partitions(
+        TREND_HISTORY.name, "crypto"
+    )
+    metadata = result.get_asset_materialization_events()[0].materialization.metadata
+    assert metadata["rows_computed"].value == 0

@@ -1,6 +1,6 @@
 """The warehouse on an s3:// root, against a local S3-compatible server (moto) on a loopback port.
 
-Rules: the IO manager and the DuckDB views take an s3:// root by configuration alone; the manifest
+Rules: the warehouse resource and the DuckDB views take an s3:// root by configuration alone; the manifest
 commit is a compare-and-swap on its ETag, so concurrent writers never lose an update; a stale
 writer's PUT is refused (412) and retried; retired objects are deleted only after the grace.
 """
@@ -14,15 +14,15 @@ from datetime import timedelta
 import boto3
 import dagster as dg
 import duckdb
-import polars as pl
 import pytest
 from moto.server import ThreadedMotoServer
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
-from pipelines.partitions import MARKET_PARTITIONS
+from pipelines.partitions import DAILY_PARTITIONS
+from pipelines.runs import RunOptions, build_publish, single_run
 from pipelines.warehouse.commits import CommitConflictError
-from pipelines.warehouse.io_manager import WarehouseIOManager
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
+from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import STAGING_TTL
 from pipelines.warehouse.views import apply_object_views
@@ -57,27 +57,37 @@ def location(endpoint: str) -> S3Location:
     return S3Location.parse(f"s3://{bucket}/warehouse", endpoint_url=endpoint)
 
 
-@dg.asset(partitions_def=MARKET_PARTITIONS)
-def instruments(context: dg.AssetExecutionContext) -> pl.DataFrame:
-    return instruments_frame(context.partition_key, "AAA", "BBB")
-
-
-@dg.asset(partitions_def=MARKET_PARTITIONS)
-def symbol_count(instruments: pl.DataFrame) -> None:
-    assert instruments["symbol"].to_list() == ["AAA", "BBB"]
-
-
-def test_the_io_manager_writes_and_reads_an_s3_root(location: S3Location) -> None:
-    """Configuration alone (an s3:// warehouse_dir) sends the assets to object storage; a
-    downstream asset loads them back, and the DuckDB views query the manifest's objects."""
-    io_manager = WarehouseIOManager(
-        warehouse_dir=location.url, s3_endpoint_url=location.endpoint_url
-    )
-    for market in ("crypto", "forex"):
-        result = dg.materialize(
-            [instruments, symbol_count], partition_key=market, resources={"io_manager": io_manager}
+def build_instruments() -> dg.AssetsDefinition:
+    def build() -> dg.AssetsDefinition:
+        @dg.asset(
+            name=INSTRUMENTS.name,
+            partitions_def=DAILY_PARTITIONS,
+            backfill_policy=dg.BackfillPolicy.single_run(),
         )
-        assert result.success
+        def instruments(
+            context: dg.AssetExecutionContext, warehouse: WarehouseResource, run_options: RunOptions
+        ) -> None:
+            tx = warehouse.transaction(context.run.run_id, "instruments")
+            for market in run_options.markets:
+                entry = tx.write_file(INSTRUMENTS, market, instruments_frame(market, "AAA", "BBB"))
+                tx.stage(INSTRUMENTS.name, market, {market: entry})
+
+        return instruments
+
+    return single_run(build)
+
+
+def test_the_warehouse_resource_writes_a_run_to_an_s3_root(location: S3Location) -> None:
+    """Configuration alone (an s3:// warehouse_dir) sends a run's tables to object storage, where
+    its publish step commits them; the DuckDB views query the manifest's objects."""
+    resource = WarehouseResource(warehouse_dir=location.url, s3_endpoint_url=location.endpoint_url)
+    publish = build_publish("daily_publish", [INSTRUMENTS.name], DAILY_PARTITIONS, "test")
+    result = dg.materialize(
+        [build_instruments(), publish],
+        partition_key="2026-03-02",
+        resources={"warehouse": resource, "run_options": RunOptions(markets=["crypto", "forex"])},
+    )
+    assert result.success
     manifest = ObjectWarehouse(location).manifest()
     assert manifest is not None
     assert sorted(manifest.tables["instruments"]) == ["crypto", "forex"]
@@ -86,7 +96,9 @@ def test_the_io_manager_writes_and_reads_an_s3_root(location: S3Location) -> Non
     rows = con.sql("select market, count(*) from instruments group by all order by 1").fetchall()
     assert rows == [("crypto", 2), ("forex", 2)]
     assert con.sql("select count(*) from daily_prices").fetchall() == [(0,)]  # typed, empty
-    assert con.sql("select version, root from _warehouse").fetchall() == [(manifest.version, location.url)]  # fmt: skip
+    assert con.sql("select version, root from _warehouse").fetchall() == [
+        (manifest.version, location.url)
+    ]
     con.close()
 
 
