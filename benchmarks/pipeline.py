@@ -1,11 +1,14 @@
 """The pipeline section: `mi materialize` of a scaled embedded market, wall time and peak memory.
 
 Each run is `mi materialize` in its own process (`MI_DATA_DIR=<scratch>/<N>`, `MI_INSTRUMENTS=N`,
-a fixed `MI_END_DATE`), so its time includes start-up, imports and every Dagster run of the four
-markets; its peak memory is the `ru_maxrss` that `wait4` reports for it (the largest process of
-its tree: steps run inside it with the default in-process executor). The step times come from the
-command's own lines (`[market] <step> done in Xs`), so the slowest stage shows in the details.
-The incremental run materializes one more day (`MI_END_DATE` + 1) into the data dir of a full run.
+a fixed `MI_END_DATE`), so its time includes start-up, imports and every Dagster run it starts;
+its peak memory is the `ru_maxrss` that `wait4` reports for it (the largest process of its tree:
+steps run inside it with the default in-process executor). The step times come from the command's
+own lines (`[daily] <step> done in Xs`, `[news] ...`), so the slowest stage shows in the details.
+
+Into the data dir of one full run, two incremental runs follow as the schedules start them: the
+daily job for one more day (`MI_END_DATE` + 1), then a news refresh a week on, when about a hundred
+articles are new.
 """
 
 from __future__ import annotations
@@ -22,31 +25,46 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import Figure
+from benchmarks.figures import Figure, Goal
 from benchmarks.servers import BIN
 
 END_DATE = date(2026, 3, 2)
 """A Monday: the next day is a trading day in every market, so the incremental run adds a bar."""
-SIZES = (100, 1000, 5000)
-INCREMENTAL_SIZE = 1000
-RUN_TIMEOUT = 1200
-STEP_LINE = re.compile(r"^\[(?P<market>[\w-]+)\] (?P<step>\S+) done in (?P<seconds>[\d.]+)s", re.M)
+SIZES = (100, 1000, 5000, 50000)
+INCREMENTAL_SIZE = 5000
+NEWS_DAYS = 7
+"""Days of news the refresh finds new (about a hundred articles at 5,000 instruments)."""
+RUN_TIMEOUT = 3600
+STEP_LINE = re.compile(r"^\[(?P<run>[\w-]+)\] (?P<step>\S+) done in (?P<seconds>[\d.]+)s", re.M)
+ENRICHED = re.compile(r"^\[news\]\s+briefs: briefs \w+: (?P<count>\d+) enriched", re.M)
+"""The news refresh's count of new articles per market."""
+FULL_GOALS: dict[int, tuple[Goal | None, Goal | None]] = {
+    5000: (Goal("project", "<", 60.0), Goal("project", "<", 2048.0)),
+    50000: (None, Goal("project", "<", 4096.0)),
+}
+"""Goals of the full materialization by size: (wall seconds, peak RSS MiB)."""
+DAILY_GOAL = Goal("ratio", "<=", 0.10)
+"""One new day costs at most a tenth of the full run."""
+NEWS_GOAL = Goal("project", "<", 5.0)
+"""A news refresh of about a hundred new articles, in seconds."""
 UNSET = ("MI_SOURCES", "MI_WAREHOUSE_URL", "MI_DAGSTER_POSTGRES_URL", "MI_S3_ENDPOINT_URL")
 """Settings a developer's shell may hold that would send the runs elsewhere than the scratch dir."""
 
 
 @dataclass(frozen=True)
 class Run:
-    """One `mi materialize`: its wall time, peak RSS and each step's seconds (`market/step`)."""
+    """One `mi materialize`: its wall time, peak RSS, each step's seconds (`run/step`) and the
+    articles its news refresh found new."""
 
     instruments: int
     end_date: date
     seconds: float
     peak_rss_mib: float
     steps: dict[str, float] = field(default_factory=dict)
+    new_articles: int = 0
 
     def by_step(self) -> dict[str, float]:
-        """Each step's seconds summed over the markets, slowest first."""
+        """Each step's seconds summed over the runs (a first load runs the daily job twice)."""
         totals: dict[str, float] = {}
         for key, seconds in self.steps.items():
             step = key.split("/", 1)[1]
@@ -62,12 +80,23 @@ class Run:
             "peak_rss_mib": round(self.peak_rss_mib),
             "steps_by_name": self.by_step(),
             "steps": self.steps,
+            "new_articles": self.new_articles,
         }
 
 
 def parse_steps(output: str) -> dict[str, float]:
-    """`market/step` -> seconds, from `mi materialize`'s `[market] step done in Xs` lines."""
-    return {f"{m['market']}/{m['step']}": float(m["seconds"]) for m in STEP_LINE.finditer(output)}
+    """`run/step` -> seconds, from `mi materialize`'s `[run] step done in Xs` lines (a step run
+    twice, as the daily job's steps are on a first load, sums its runs)."""
+    steps: dict[str, float] = {}
+    for m in STEP_LINE.finditer(output):
+        key = f"{m['run']}/{m['step']}"
+        steps[key] = round(steps.get(key, 0.0) + float(m["seconds"]), 3)
+    return steps
+
+
+def parse_new_articles(output: str) -> int:
+    """Articles the run's news refresh enriched (new to the warehouse), over the markets."""
+    return sum(int(m["count"]) for m in ENRICHED.finditer(output))
 
 
 def materialize_run(
@@ -77,8 +106,10 @@ def materialize_run(
     log: Path,
     env: Mapping[str, str] | None = None,
     timeout: float = RUN_TIMEOUT,
+    args: Sequence[str] = (),
 ) -> Run:
-    """`mi materialize` of `instruments` up to `end_date` into `data_dir`, timed and measured."""
+    """`mi materialize [args]` of `instruments` up to `end_date` into `data_dir`, timed and
+    measured."""
     base = {k: v for k, v in (os.environ if env is None else env).items() if k not in UNSET}
     run_env = {
         **base,
@@ -86,11 +117,12 @@ def materialize_run(
         "MI_INSTRUMENTS": str(instruments),
         "MI_END_DATE": end_date.isoformat(),
     }
-    output = log.with_name(f"{log.stem}-{instruments}-{end_date.isoformat()}.log")
+    job = f"-{args[args.index('--job') + 1]}" if "--job" in args else ""
+    output = log.with_name(f"{log.stem}-{instruments}-{end_date.isoformat()}{job}.log")
     with output.open("wb") as out:
         start = time.perf_counter()
         process = subprocess.Popen(
-            [str(BIN / "mi"), "materialize"],
+            [str(BIN / "mi"), "materialize", *args],
             env=run_env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -104,7 +136,8 @@ def materialize_run(
     if status != 0:
         tail = "\n".join(text.splitlines()[-30:])
         raise RuntimeError(f"mi materialize ({instruments} instruments) exited {status}:\n{tail}")
-    return Run(instruments, end_date, seconds, usage.ru_maxrss / 1024, parse_steps(text))
+    rss = usage.ru_maxrss / 1024
+    return Run(instruments, end_date, seconds, rss, parse_steps(text), parse_new_articles(text))
 
 
 def _wait(process: subprocess.Popen[bytes], timeout: float) -> tuple[int, Any]:
@@ -131,36 +164,43 @@ def scale_figures(runs: Sequence[Run]) -> list[Figure]:
     for run in sorted(runs, key=lambda r: r.instruments):
         first = run is smallest
         label = f"{run.instruments:,} instruments"
+        seconds_goal, memory_goal = FULL_GOALS.get(run.instruments, (None, None))
         figures += [
             Figure("pipeline", f"full materialization, {label}", "s", round(run.seconds, 1),
                    None if first else round(smallest.seconds, 1), "" if first else anchor,
-                   details=run.details()),
+                   seconds_goal, details=run.details()),
             Figure("pipeline", f"full materialization peak RSS, {label}", "MiB",
                    round(run.peak_rss_mib), None if first else round(smallest.peak_rss_mib),
-                   "" if first else anchor),
+                   "" if first else anchor, memory_goal),
         ]  # fmt: skip
     largest = max(runs, key=lambda r: r.instruments)
     steps = largest.by_step()
     if steps:
         step, seconds = next(iter(steps.items()))
         figures.append(
-            Figure("pipeline", f"slowest step ({step}, 4 markets), {largest.instruments:,} instruments",
+            Figure("pipeline", f"slowest step ({step}), {largest.instruments:,} instruments",
                    "s", seconds, round(largest.seconds, 1), "whole run", details={"steps": steps})
         )  # fmt: skip
     return figures
 
 
-def incremental_figure(full: Run, daily: Run) -> Figure:
-    """The run of one more day against the full run it follows (same data dir)."""
-    return Figure(
-        "pipeline",
-        f"incremental daily run (one new day), {daily.instruments:,} instruments",
-        "s",
-        round(daily.seconds, 1),
-        round(full.seconds, 1),
-        "full run",
-        details={**daily.details(), "full_run": full.details()},
-    )
+def incremental_figures(full: Run, daily: Run, news: Run | None = None) -> list[Figure]:
+    """The daily job's run of one more day against the full run it follows (same data dir), its
+    peak memory, and the news refresh (absolute: its goal is seconds, not a share)."""
+    label = f"{daily.instruments:,} instruments"
+    figures = [
+        Figure("pipeline", f"incremental daily run (one new day), {label}", "s",
+               round(daily.seconds, 1), round(full.seconds, 1), "full run", DAILY_GOAL,
+               details={**daily.details(), "full_run": full.details()}),
+        Figure("pipeline", f"incremental daily run peak RSS, {label}", "MiB",
+               round(daily.peak_rss_mib), round(full.peak_rss_mib), "full run"),
+    ]  # fmt: skip
+    if news is not None:
+        figures.append(
+            Figure("pipeline", f"news refresh ({news.new_articles} new articles), {label}", "s",
+                   round(news.seconds, 1), goal=NEWS_GOAL, details=news.details())
+        )  # fmt: skip
+    return figures
 
 
 def plot_scale(runs: Sequence[Run], path: Path, note: str = "", daily: Run | None = None) -> bool:
@@ -179,7 +219,7 @@ def plot_scale(runs: Sequence[Run], path: Path, note: str = "", daily: Run | Non
     slowest = next(iter(ordered[-1].by_step()), None) if ordered[-1].steps else None
     if slowest:
         times = [r.by_step().get(slowest, 0.0) for r in ordered]
-        left.plot(sizes, times, "s--", label=f"{slowest} (4 markets)")
+        left.plot(sizes, times, "s--", label=f"{slowest} (slowest step)")
     if daily is not None:
         left.plot([daily.instruments], [daily.seconds], "D", label="incremental (one new day)")
     left.set(xlabel="instruments (4 markets)", ylabel="wall time (s)", title="Wall time")
@@ -206,11 +246,13 @@ def pipeline_section(
     incremental: int | None = INCREMENTAL_SIZE,
     end_date: date = END_DATE,
 ) -> list[Figure]:
-    """Full runs at every size (smallest first), the incremental day, the plot `out/scale.png`."""
+    """Full runs at every size (smallest first), the incremental day and news refresh, the plot
+    `out/scale.png`."""
     log = scratch / "pipeline.log"
     runs: list[Run] = []
     full: Run | None = None
     daily: Run | None = None
+    news: Run | None = None
     for size in sorted(set(sizes) | ({incremental} if incremental else set())):
         data_dir = scratch / f"pipeline-{size}"
         try:
@@ -221,13 +263,20 @@ def pipeline_section(
                 runs.append(run)
             if size == incremental:
                 full = run
-                daily = materialize_run(data_dir, size, end_date + timedelta(days=1), log)
-                print(f"  {size:,} instruments, one more day: {daily.seconds:.1f} s", flush=True)
+                daily = materialize_run(
+                    data_dir, size, end_date + timedelta(days=1), log, args=("--job", "daily")
+                )
+                print(f"  {size:,} instruments, one more day: {daily.seconds:.1f} s, "
+                      f"{daily.peak_rss_mib:.0f} MiB", flush=True)  # fmt: skip
+                week_on = end_date + timedelta(days=NEWS_DAYS)
+                news = materialize_run(data_dir, size, week_on, log, args=("--job", "news"))
+                print(f"  {size:,} instruments, news refresh: {news.seconds:.1f} s for "
+                      f"{news.new_articles} new articles", flush=True)  # fmt: skip
         finally:
             shutil.rmtree(data_dir, ignore_errors=True)
     figures = scale_figures(runs) if runs else []
     if full is not None and daily is not None:
-        figures.append(incremental_figure(full, daily))
+        figures += incremental_figures(full, daily, news)
     if runs:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         note = f" ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {load})"
