@@ -77,7 +77,11 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
         rejects = pl.concat([r.batch.rejects for r in results.values()])
         yield dg.MaterializeResult(
             asset_key=NEWS_REJECTS_KEY,
-            metadata={"rejects_read": rejects.height, "documents": _documents(results)},
+            metadata={
+                "dagster/row_count": sum(r.rejects_stored for r in results.values()),
+                "rejects_read": rejects.height,
+                "documents": _documents(results),
+            },
         )
         yield from _check_results(tx, results, rejects, news_policy, now)
 

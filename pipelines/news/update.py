@@ -38,6 +38,8 @@ class MarketNews:
     """What was read, in words (for metadata)."""
     stored: int
     """Articles in the table after this refresh."""
+    rejects_stored: int
+    """Rows of the rejects log after this refresh."""
 
 
 def update_news(
@@ -58,7 +60,7 @@ def update_news(
     tx.stage(NEWS_REJECTS.name, market, {market: tx.write_file(NEWS_REJECTS, market, log)})
     if read is not None:
         _stage_files_read(tx, market, read, full)
-    return MarketNews(batch, described, articles.height)
+    return MarketNews(batch, described, articles.height, log.height)
 
 
 def _documents(
