@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from pipelines.catalog import INSTRUMENTS, TREND_SEGMENTS, Table
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, TREND_SEGMENTS, Table
 from pipelines.catalog import trades as catalog
 from pipelines.catalog.state import SIGNAL_STATE, STRATEGY_SIGNALS
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
@@ -73,17 +73,22 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
     """The shard's new files: signals of full symbols from their first bar and of appended ones
     from their state, then every window of both replayed; removed symbols dropped."""
     full, appended, removed = work.symbols(FULL), work.symbols(APPEND), work.symbols(REMOVED)
+    processed = [*full, *appended]
+    # Every window is replayed from the symbols' whole history: read it once, for the signals too.
+    bars = work.bars(processed) if processed else DAILY_PRICES.empty()
     state_rows, signal_rows = [], []
     if full:
-        state, frame = signals.advance(
-            signals.empty(full), work.bars(full), np.zeros(len(full), np.int64)
-        )
-        state_rows.append(_state_frame(work, state, work.bars(full)))
+        mine = bars.filter(pl.col("symbol").is_in(pl.Series(full, dtype=pl.String).implode()))
+        state, frame = signals.advance(signals.empty(full), mine, np.zeros(len(full), np.int64))
+        state_rows.append(_state_frame(work, state, mine))
         signal_rows.append(frame)
     if appended:
         carried = work.state.filter(pl.col("symbol").is_in(appended)).sort("symbol")
-        since = dict(zip(carried["symbol"], carried["context_start"], strict=True))
-        context = work.bars(appended, since)
+        context = (
+            bars.join(carried.select("symbol", "context_start"), on="symbol", maintain_order="left")
+            .filter(pl.col("date") >= pl.col("context_start"))
+            .drop("context_start")
+        )
         stored = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
             pl.col("date") <= pl.col("last_date")
         )
@@ -97,7 +102,6 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
         )
         state_rows.append(_state_frame(work, state, context))
         signal_rows.append(frame)
-    processed = [*full, *appended]
     new_signals = _conformed(signal_rows, STRATEGY_SIGNALS, work.shard.market)
     cutoffs = dict.fromkeys([*full, *removed], EVERYTHING)
     files = {
@@ -110,7 +114,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             cutoffs,
         )
     }
-    tables = _backtests(work, processed, files[STRATEGY_SIGNALS.name], config)
+    tables = _backtests(work, processed, bars, files[STRATEGY_SIGNALS.name], config)
     tables[SIGNAL_STATE.name] = _conformed(state_rows, SIGNAL_STATE, work.shard.market)
     replaced = [*processed, *removed]
     for table in (*catalog.TABLES, SIGNAL_STATE):
@@ -123,13 +127,13 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
 def _backtests(
     work: ShardWork,
     symbols: list[str],
+    bars: pl.DataFrame,
     signal_files: Files,
     config: SimulatorConfig,
 ) -> dict[str, pl.DataFrame]:
     """The five tables of `symbols`: every window replayed from their bars and stored signals."""
     if not symbols:
         return {t.name: t.empty() for t in catalog.TABLES}
-    bars = work.bars(symbols)
     stored = read_symbols(work.tx.store.storage, STRATEGY_SIGNALS, signal_files, symbols)
     sim = backtests.simulate_with_signals(bars, stored, config.costs, config.strategies)
     market = work.shard.market

@@ -8,10 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PartitionFile
 from pipelines.incremental.shards import Shard
 from pipelines.incremental.tables import (
     EVERYTHING,
+    read_symbols,
     rewrite_snapshot,
     scan,
     segment_end,
@@ -144,3 +145,30 @@ def test_a_snapshot_rewrite_replaces_the_recomputed_symbols_only(tx: RunTransact
     )
     frame = scan(tx.store.storage, files.values(), INSTRUMENTS).collect()
     assert frame.select("symbol", "name").rows() == [("BTC", "old"), ("ETH", "new")]
+
+
+def test_symbols_read_across_segments_come_in_symbol_and_date_order(tx: RunTransaction) -> None:
+    rows = pl.concat([bars(s, date(2024, 11, 1), 500, i + 1.0) for i, s in enumerate("CAB")])
+    files = upsert_series(tx, DAILY_PRICES, SHARD, {}, rows, {})
+    read = read_symbols(tx.store.storage, DAILY_PRICES, dict(reversed(files.items())), ["A", "C"])
+    expected = rows.filter(pl.col("symbol") != "B").sort("symbol", "date")
+    assert read.equals(DAILY_PRICES.conform(expected))
+
+
+def test_reading_symbols_since_a_day_skips_the_segments_that_end_before_it(
+    tx: RunTransaction,
+) -> None:
+    rows = pl.concat([bars(s, date(2024, 11, 1), 500) for s in ("A", "B")])
+    files = upsert_series(tx, DAILY_PRICES, SHARD, {}, rows, {})
+    # The closed year 2024 is never opened: its entry points nowhere.
+    files["crypto/s0of1/2024"] = PartitionFile(
+        "daily_prices/missing.parquet", 0, "2026-01-01T00:00:00Z"
+    )
+    since = {"A": date(2025, 6, 1), "B": date(2026, 1, 20)}
+    read = read_symbols(tx.store.storage, DAILY_PRICES, files, ["A", "B"], since)
+    expected = rows.filter(
+        pl.when(pl.col("symbol") == "A")
+        .then(pl.col("date") >= date(2025, 6, 1))
+        .otherwise(pl.col("date") >= date(2026, 1, 20))
+    )
+    assert read.equals(DAILY_PRICES.conform(expected).sort("symbol", "date"))
