@@ -58,7 +58,7 @@ class DuckDBSnapshot:
         connection = duckdb.connect(":memory:")
         try:
             if isinstance(storage, LocalStorage):
-                for name in sorted(set(TABLES) | set(manifest.tables)):
+                for name in sorted(TABLES):
                     _create_view(connection, storage.root, manifest, name)
             else:
                 _load_tables(connection, storage, manifest)
@@ -89,7 +89,7 @@ class DuckDBSnapshot:
     def verify(self) -> None:
         """Scan every table the manifest lists (file footers and row counts)."""
         try:
-            for name in self._manifest.tables:
+            for name in sorted(TABLES):
                 _check_rows(self._cursor(), self._manifest, name)
         except duckdb.Error as exc:
             raise WarehouseUnavailable(f"manifest version {self.version}: {exc}") from exc
@@ -138,11 +138,13 @@ LOAD_THREADS = 8
 def _load_tables(
     connection: duckdb.DuckDBPyConnection, storage: WarehouseStorage, manifest: Manifest
 ) -> None:
-    # Every (table, partition) file of exactly this manifest, fetched in parallel; a file whose row
-    # count differs from the manifest's refuses the whole version, as locally.
+    # Every file of the catalog's tables in exactly this manifest, fetched in parallel (the
+    # pipeline's internal state tables are never served, so never fetched); a file whose row count
+    # differs from the manifest's refuses the whole version, as locally.
     entries = [
         (name, market, entry)
         for name, partitions in sorted(manifest.tables.items())
+        if name in TABLES
         for market, entry in sorted(partitions.items())
     ]
     filesystem = storage.filesystem()  # one client for every object (it is thread-safe)
@@ -155,7 +157,7 @@ def _load_tables(
                 f"{name}/{market}: {table.num_rows} rows, manifest says {entry.rows}"
             )
         by_table.setdefault(name, []).append(table)
-    for name in sorted(set(TABLES) | set(by_table)):
+    for name in sorted(TABLES):
         tables = by_table.get(name)
         source = (
             pa.concat_tables(tables, promote_options="permissive")
