@@ -1,6 +1,7 @@
 """Dagster adapters of the daily prices domain: the `daily_prices` + `price_rejects` multi-asset."""
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -47,35 +48,72 @@ def check_result(
     )
 
 
+ROW_CHECKS = {
+    "unique_symbol_date": dg.AssetCheckSeverity.ERROR,
+    "positive_prices": dg.AssetCheckSeverity.ERROR,
+    "high_at_least_open_close": dg.AssetCheckSeverity.ERROR,
+    "low_at_most_open_close": dg.AssetCheckSeverity.ERROR,
+    "no_missing_trading_days": dg.AssetCheckSeverity.WARN,
+}
+"""The checks decided on the bars a run wrote; `no_missing_trading_days` only warns (holidays)."""
+
+
+@dataclass
+class WrittenBars:
+    """What the checks found in the bars a run wrote, gathered shard by shard (a shard holds whole
+    symbols, so every per-symbol property is decided inside one)."""
+
+    rows: int = 0
+    newest: date | None = None
+    offending: dict[str, list[pl.DataFrame]] = field(
+        default_factory=lambda: {name: [] for name in ROW_CHECKS}
+    )
+
+    def add(self, bars: pl.DataFrame) -> None:
+        """Check one shard's written bars (one market's, sorted or not)."""
+        if bars.is_empty():
+            return
+        self.rows += bars.height
+        newest = bars["date"].max()
+        if isinstance(newest, date) and (self.newest is None or newest > self.newest):
+            self.newest = newest
+        market = bars["market"][0]
+        found = {
+            "unique_symbol_date": checks.duplicate_keys(bars, ["market", "symbol", "date"]),
+            "positive_prices": checks.non_positive_prices(bars),
+            "high_at_least_open_close": checks.high_below_open_close(bars),
+            "low_at_most_open_close": checks.low_above_open_close(bars),
+            "no_missing_trading_days": checks.missing_trading_days(bars, market).with_columns(
+                market=pl.lit(market)
+            ),
+        }
+        for name, rows in found.items():
+            if rows.height:
+                self.offending[name].append(rows)
+
+    def rows_of(self, check: str) -> pl.DataFrame:
+        frames = self.offending[check]
+        return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
 def price_check_results(
-    written: pl.DataFrame, states: dict[str, pl.DataFrame], reference: date, budgets: dict[str, int]
+    written: Iterable[pl.DataFrame],
+    states: dict[str, pl.DataFrame],
+    reference: date,
+    budgets: dict[str, int],
 ) -> Iterator[dg.AssetCheckResult]:
-    """One result per property: of the bars this run wrote, and of every market's stored spans."""
-    error, warn = dg.AssetCheckSeverity.ERROR, dg.AssetCheckSeverity.WARN
-    key = ["market", "symbol", "date"]
-    yield check_result(
-        "unique_symbol_date", "daily_prices", checks.duplicate_keys(written, key), error
-    )
-    yield check_result(
-        "positive_prices", "daily_prices", checks.non_positive_prices(written), error
-    )
-    high = checks.high_below_open_close(written)
-    yield check_result("high_at_least_open_close", "daily_prices", high, error)
-    low = checks.low_above_open_close(written)
-    yield check_result("low_at_most_open_close", "daily_prices", low, error)
-    yield check_result("no_missing_trading_days", "daily_prices", _gaps(written, states), warn)
+    """One result per property: of the bars this run wrote (given shard by shard), and of every
+    market's stored spans."""
+    found = WrittenBars()
+    for bars in written:
+        found.add(bars)
+    yield from row_check_results(found)
     yield freshness_result(states, reference, budgets)
 
 
-def _gaps(written: pl.DataFrame, markets: Iterable[str]) -> pl.DataFrame:
-    """Expected days missing inside the bars written, per market (crypto every day, others weekdays)."""
-    found = [
-        checks.missing_trading_days(written.filter(pl.col("market") == m), m).with_columns(
-            market=pl.lit(m)
-        )
-        for m in markets
-    ]
-    return pl.concat(found) if found else pl.DataFrame()
+def row_check_results(found: WrittenBars) -> Iterator[dg.AssetCheckResult]:
+    for name, severity in ROW_CHECKS.items():
+        yield check_result(name, "daily_prices", found.rows_of(name), severity)
 
 
 def freshness_result(
@@ -175,15 +213,17 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 )
                 for market in run_options.markets
             ]
-            written = pl.concat([r.bars() for r in results])
+            # One shard's bars at a time: the step's memory stays that of a shard.
+            found = WrittenBars()
+            for shard in (frame for r in results for frame in r.written):
+                found.add(shard.collect())
             rejects = pl.concat([r.rejects for r in results])
             states = {r.market: stored_rows(tx, PRICE_STATE, r.market) for r in results}
-            newest = written["date"].max()
             yield dg.MaterializeResult(
                 asset_key=DAILY_PRICES.name,
                 metadata={
-                    "dagster/row_count": written.height,
-                    "newest_date": str(newest) if newest is not None else "none",
+                    "dagster/row_count": found.rows,
+                    "newest_date": str(found.newest) if found.newest is not None else "none",
                     "markets": dg.MetadataValue.json(_summary(results)),
                 },
             )
@@ -191,7 +231,8 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 asset_key=PRICE_REJECTS.name, metadata={"dagster/row_count": rejects.height}
             )
             budgets = {m: price_sources.freshness_days[m] for m in states}
-            yield from price_check_results(written, states, days.through, budgets)
+            yield from row_check_results(found)
+            yield freshness_result(states, days.through, budgets)
             yield rejects_result("price_rejects", rejects)
 
         return raw_daily_prices

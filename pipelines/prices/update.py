@@ -9,23 +9,38 @@ listed is removed. A fetched bar equal to the stored one changes nothing.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
+from types import TracebackType
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS, PartitionFile, Table
 from pipelines.catalog.state import PRICE_FILES, PRICE_STATE
 from pipelines.incremental.shards import Shard, shard_count, shard_index, shards_of
-from pipelines.incremental.tables import EVERYTHING, by_shard, rewrite_snapshot, scan, upsert_series
-from pipelines.prices.sources.base import PriceSource, RawBars
-from pipelines.prices.validate import validate_bars
+from pipelines.incremental.tables import (
+    EVERYTHING,
+    by_shard,
+    rewrite_snapshot,
+    scan,
+    segment_key,
+    upsert_series,
+)
+from pipelines.prices.sources.base import PROVENANCE, PriceSource, RawBars
+from pipelines.prices.sources.file_drop import BATCH_BYTES, KEY, BarLines
+from pipelines.prices.validate import BAR_SCHEMA, check_bars, rejects_frame, stored_bars
 from pipelines.warehouse.staging import RunTransaction
 
 VALUES = ("open", "high", "low", "close", "volume")
 """What a revision compares: a re-fetched bar with any of these different is a new history."""
+HELD_BYTES = 256 * 2**20
+"""Clean bars a run holds in memory before it spills them to temporary files, shard by shard."""
 
 
 @runtime_checkable
@@ -46,7 +61,9 @@ class FileSource(Protocol):
 
     def listing(self, market: str) -> Sequence[ListedFile]: ...
 
-    def read_bars(self, market: str, paths: Sequence[str]) -> RawBars: ...
+    def bar_batches(
+        self, market: str, paths: Sequence[str], batch_bytes: int | None
+    ) -> Iterator[BarLines]: ...
 
 
 @dataclass(frozen=True)
@@ -74,57 +91,226 @@ class MarketPrices:
     reloaded: list[str] = field(default_factory=list)
     """Symbols whose history was (re)written: new, revised, or every symbol in a full run."""
     removed: list[str] = field(default_factory=list)
-    written: list[pl.DataFrame] = field(default_factory=list)
-    """The bars this run wrote (for the checks)."""
+    written: list[pl.LazyFrame] = field(default_factory=list)
+    """The bars this run wrote (for the checks), a lazy frame per shard: sorted by (symbol, date),
+    or for a shard written whole (a full load) read back from its files, segment by segment (each
+    sorted so), so that the run never holds every bar of the market at once; a consumer can check
+    one shard at a time."""
     rejects: pl.DataFrame = field(default_factory=PRICE_REJECTS.empty)
     fetched: dict[str, str] = field(default_factory=dict)
 
     def bars(self) -> pl.DataFrame:
-        return pl.concat([DAILY_PRICES.empty(), *self.written])
+        """Every bar this run wrote (a full load's: the whole market, read back)."""
+        return pl.concat([DAILY_PRICES.empty().lazy(), *self.written]).collect()
 
 
-def update_market(tx: RunTransaction, source: PriceSource, request: Request) -> MarketPrices:
-    """Fetch, validate and store one market's bars through `request.through`; stage every table."""
+def update_market(
+    tx: RunTransaction,
+    source: PriceSource,
+    request: Request,
+    *,
+    batch_bytes: int = BATCH_BYTES,
+    held_bytes: int = HELD_BYTES,
+) -> MarketPrices:
+    """Fetch, validate and store one market's bars through `request.through`; stage every table.
+
+    Files are read and validated `batch_bytes` at a time and only their clean bars are kept, by
+    shard (spilled to temporary files beyond `held_bytes`); each shard is then written in turn.
+    """
     market = request.market
     state = _stored(tx, PRICE_STATE, market)
     count = shard_count(len(request.symbols), request.shard_symbols)
     stored_count = {s.count for s in by_shard(tx.partitions(PRICE_STATE.name, market))}
     full = request.full or state.is_empty() or stored_count != {count}
-    raw, read_files, fetched = _fetch(tx, source, request, state, full)
-    clean, rejects = validate_bars(raw, market, request.symbols, source.name)
-    clean = clean.filter(pl.col("date") <= request.through)
-    result = MarketPrices(market, count, rejects=rejects, fetched=fetched)
-    prices_files: dict[str, PartitionFile] = {}
-    state_files: dict[str, PartitionFile] = {}
-    stored_prices = {} if full else by_shard(tx.partitions(DAILY_PRICES.name, market))
-    stored_state = {} if full else by_shard(tx.partitions(PRICE_STATE.name, market))
     members = shards_of(market, pl.Series(request.symbols, dtype=pl.String), count)
-    for shard, symbols in members.items():
-        in_shard = pl.col("symbol").is_in(pl.Series(symbols, dtype=pl.String).implode())
-        known = state.filter(in_shard) if not full else PRICE_STATE.empty()
-        gone = [] if full else _removed(state, shard, members)
-        change = _shard_change(
-            tx, shard, stored_prices.get(shard, {}), clean.filter(in_shard), known, gone
-        )
-        if change is None:
-            prices_files |= stored_prices.get(shard, {})
-            state_files |= stored_state.get(shard, {})
-            continue
-        rows, cutoffs, new_state = change
-        prices_files |= upsert_series(
-            tx, DAILY_PRICES, shard, stored_prices.get(shard, {}), rows, cutoffs
-        )
-        replaced = list(cutoffs) + new_state["symbol"].to_list()
-        state_files |= rewrite_snapshot(
-            tx, PRICE_STATE, shard, stored_state.get(shard, {}), new_state, replaced
-        )
-        _tally(result, known, new_state, gone, rows)
+    with _ShardBars(members, held_bytes) as held:
+        fetch = _fetch(tx, source, request, state, full, held, batch_bytes)
+        result = MarketPrices(market, count, rejects=fetch.rejects, fetched=fetch.summary)
+        prices_files: dict[str, PartitionFile] = {}
+        state_files: dict[str, PartitionFile] = {}
+        stored_prices = {} if full else by_shard(tx.partitions(DAILY_PRICES.name, market))
+        stored_state = {} if full else by_shard(tx.partitions(PRICE_STATE.name, market))
+        for shard, symbols in members.items():
+            in_shard = pl.col("symbol").is_in(pl.Series(symbols, dtype=pl.String).implode())
+            known = state.filter(in_shard) if not full else PRICE_STATE.empty()
+            gone = [] if full else _removed(state, shard, members)
+            # The shard's bars are referenced from `_update_shard` only: freed before the next's.
+            prices, states = _update_shard(
+                tx,
+                result,
+                shard,
+                held.take(shard),
+                request.through,
+                known,
+                gone,
+                stored_prices.get(shard, {}),
+                stored_state.get(shard, {}),
+                source.name,
+                full,
+            )
+            prices_files |= prices
+            state_files |= states
     tx.stage(DAILY_PRICES.name, market, prices_files)
     tx.stage(PRICE_STATE.name, market, state_files)
-    _stage_rejects(tx, market, rejects, full)
-    if read_files is not None:
-        _stage_files_read(tx, market, read_files, raw, request.through, full)
+    _stage_rejects(tx, market, fetch.rejects, full)
+    if fetch.files is not None:
+        _stage_files_read(tx, market, fetch.files, fetch.later, full)
     return result
+
+
+def _update_shard(
+    tx: RunTransaction,
+    result: MarketPrices,
+    shard: Shard,
+    bars: pl.DataFrame,
+    through: date,
+    known: pl.DataFrame,
+    gone: list[str],
+    stored_prices: Mapping[str, PartitionFile],
+    stored_state: Mapping[str, PartitionFile],
+    connector: str,
+    full: bool,
+) -> tuple[Mapping[str, PartitionFile], Mapping[str, PartitionFile]]:
+    """One shard's new price and state files from its fetched bars (sorted by symbol, date);
+    bars dated after `through` are left for a later run."""
+    newest = bars["date"].max()
+    if isinstance(newest, date) and newest > through:
+        bars = bars.filter(pl.col("date") <= through)
+    fetched = stored_bars(bars, result.market, connector)
+    del bars
+    change = _shard_change(tx, shard, stored_prices, fetched, known, gone)
+    if change is None:
+        return stored_prices, stored_state
+    rows, cutoffs, new_state = change
+    del fetched, change
+    if full:
+        files = _first_segments(tx, shard, rows)
+        written = scan(tx.store.storage, files.values(), DAILY_PRICES)
+    else:
+        files = upsert_series(tx, DAILY_PRICES, shard, stored_prices, rows, cutoffs)
+        written = rows.lazy()
+    replaced = list(cutoffs) + new_state["symbol"].to_list()
+    states = rewrite_snapshot(tx, PRICE_STATE, shard, stored_state, new_state, replaced)
+    _tally(result, known, new_state, gone, written)
+    return files, states
+
+
+class _ShardBars:
+    """A market's clean bars (`BAR_SCHEMA`) by shard, as batches of files are validated.
+
+    They are held in memory up to `budget` bytes; beyond it every shard's bars so far are spilled
+    to a temporary Arrow file, so that a full load holds one shard's bars (and a batch) at a time.
+    """
+
+    def __init__(self, members: Mapping[Shard, Sequence[str]], budget: int) -> None:
+        self.shards = list(members)
+        self.budget = budget
+        symbols = sorted({s for listed in members.values() for s in listed})
+        self._names = pl.Series(symbols, dtype=pl.String)
+        self._symbols = pl.Enum(symbols)
+        """A symbol's position among the sorted symbols orders and routes the bars; it is also
+        the physical value of the Enum `check_bars` gives."""
+        where = {s: k for k, listed in enumerate(members.values()) for s in listed}
+        self._shard_of = np.array([where[s] for s in symbols], dtype=np.int64)
+        self._held: dict[int, list[pl.DataFrame]] = {}
+        self._bytes = 0
+        self._spilled: dict[int, list[Path]] = {}
+        self._folder: Path | None = None
+
+    def __enter__(self) -> _ShardBars:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+    def add(self, bars: pl.DataFrame) -> None:
+        """Keep these bars (of listed symbols only) with their shard's, in the order given."""
+        if bars.is_empty():
+            return
+        index = bars["symbol"].cast(self._symbols).to_physical().alias(_INDEX)
+        # Only the symbol's position is held: 2 bytes a bar instead of a string.
+        tagged = bars.drop("symbol").with_columns(index)
+        if len(self.shards) == 1:
+            parts = {0: tagged}
+        else:
+            shard = self._shard_of[index.to_numpy()]
+            split = tagged.with_columns(_shard=shard).partition_by(
+                "_shard", as_dict=True, include_key=False, maintain_order=True
+            )
+            parts = {int(str(key[0])): part for key, part in split.items()}
+        for k, part in parts.items():
+            self._held.setdefault(k, []).append(part)
+            self._bytes += int(part.estimated_size())
+        if self._bytes > self.budget and len(self.shards) > 1:
+            self._spill()
+
+    def take(self, shard: Shard) -> pl.DataFrame:
+        """Every bar added for `shard` (`BAR_SCHEMA`), sorted by (symbol, date); forgotten then."""
+        k = self.shards.index(shard)
+        parts = [pl.read_ipc(path) for path in self._spilled.pop(k, [])]
+        parts += self._held.pop(k, [])
+        if not parts:
+            return pl.DataFrame(schema=BAR_SCHEMA)
+        bars = _by_symbol_and_date(pl.concat(parts, rechunk=True))
+        symbols = self._names.gather(bars[_INDEX])
+        return bars.with_columns(symbol=symbols).select(BAR_SCHEMA.names())
+
+    def _spill(self) -> None:
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="prices-"))
+        for k, parts in self._held.items():
+            path = self._folder / f"{k}-{len(self._spilled.get(k, []))}.arrow"
+            pl.concat(parts).write_ipc(path, compression="uncompressed")
+            self._spilled.setdefault(k, []).append(path)
+        self._held.clear()
+        self._bytes = 0
+
+
+_INDEX = "_symbol_index"
+
+
+def _by_symbol_and_date(bars: pl.DataFrame) -> pl.DataFrame:
+    """Bars sorted by (symbol, date), one per pair, by each symbol's position (`_INDEX`).
+
+    Bars read day by day come in date order for every symbol: a stable sort by the symbol's
+    position (a radix sort of small integers) then orders them fully, which is checked; other
+    orders take a full sort.
+    """
+    if bars.height < 2:
+        return bars
+    order = np.argsort(bars[_INDEX].to_numpy(), kind="stable")
+    ordered = bars[order]
+    index = ordered[_INDEX].to_numpy()
+    days = ordered["date"].to_physical().to_numpy()
+    if bool(np.all((np.diff(index) > 0) | (np.diff(days) > 0))):
+        return ordered
+    return bars.sort(_INDEX, "date")
+
+
+def _first_segments(
+    tx: RunTransaction, shard: Shard, rows: pl.DataFrame
+) -> dict[str, PartitionFile]:
+    """The files `upsert_series` writes for a shard with nothing stored, written from `rows`
+    sorted by (symbol, date): each segment is cut out in that order rather than sorted again."""
+    newest = rows["date"].max()
+    if not isinstance(newest, date):
+        return {}
+    year, month = pl.col("date").dt.year(), pl.col("date").dt.month()
+    number = pl.when(year < newest.year).then(year * 100).otherwise(year * 100 + month)
+    segments = rows.select(number).to_series()
+    files = {}
+    for segment in segments.unique().sort().to_list():
+        # One segment at a time (a filter keeps the rows' order): at most one copy is held.
+        start = date(segment // 100, max(segment % 100, 1), 1)
+        name = f"{shard.key}/{segment_key(start, newest.year)}"
+        files[name] = tx.write_file(DAILY_PRICES, name, rows.filter(segments == segment))
+    return files
 
 
 def _stored(tx: RunTransaction, table: Table, market: str) -> pl.DataFrame:
@@ -151,6 +337,11 @@ def _shard_change(
     gone: list[str],
 ) -> tuple[pl.DataFrame, dict[str, date], pl.DataFrame] | None:
     """(rows to write, per-symbol cutoffs, new price_state rows), or None when nothing changed."""
+    if known.is_empty() and not gone:  # a first load: every symbol's history is new
+        if fetched.is_empty():
+            return None
+        state = _state_of(fetched, fresh=True, known=known)
+        return fetched, dict.fromkeys(state["symbol"].to_list(), EVERYTHING), state
     last = known.select("symbol", pl.col("last_date").alias("_last"))
     tagged = fetched.join(last, on="symbol", how="left")
     new = tagged.filter(pl.col("_last").is_null()).drop("_last")
@@ -218,9 +409,7 @@ def _reloaded_history(
 def _state_of(bars: pl.DataFrame, fresh: bool, known: pl.DataFrame) -> pl.DataFrame:
     """price_state rows of the symbols in `bars`: a new history id for a reloaded history, the
     same id and more bars for appended days."""
-    spans = bars.group_by("market", "symbol").agg(
-        first_date=pl.col("date").min(), last_date=pl.col("date").max(), bars=pl.len()
-    )
+    spans = _spans(bars)
     if fresh:
         ids = [secrets.randbits(62) for _ in range(spans.height)]
         return PRICE_STATE.conform(spans.with_columns(history_id=pl.Series(ids, dtype=pl.Int64)))
@@ -233,39 +422,104 @@ def _state_of(bars: pl.DataFrame, fresh: bool, known: pl.DataFrame) -> pl.DataFr
     return PRICE_STATE.conform(grown)
 
 
+def _spans(bars: pl.DataFrame) -> pl.DataFrame:
+    """Each symbol's market, first and last date and number of bars.
+
+    Bars come sorted by (symbol, date) here: a symbol's span is a run of rows, found without
+    hashing; other orders are grouped.
+    """
+    new = (pl.col("symbol") != pl.col("symbol").shift(1)).fill_null(True)
+    checked = bars.select(new.alias("new"), (pl.col("date").diff() > 0).alias("later"))
+    starts = checked["new"].arg_true()
+    first = bars.select("market", "symbol", first_date="date")[starts]
+    dated = checked["new"] | checked["later"].fill_null(True)
+    if bars.height and first["symbol"].is_sorted() and dated.all():
+        ends = pl.concat([starts.slice(1), pl.Series([bars.height], dtype=starts.dtype)]) - 1
+        return first.with_columns(
+            last_date=bars["date"].gather(ends), bars=(ends - starts + 1).cast(pl.Int64)
+        )
+    return bars.group_by("market", "symbol").agg(
+        first_date=pl.col("date").min(), last_date=pl.col("date").max(), bars=pl.len()
+    )
+
+
 def _tally(
     result: MarketPrices,
     known: pl.DataFrame,
     state: pl.DataFrame,
     gone: list[str],
-    rows: pl.DataFrame,
+    written: pl.LazyFrame,
 ) -> None:
     before = dict(zip(known["symbol"], known["history_id"], strict=True))
     for symbol, history in zip(state["symbol"], state["history_id"], strict=True):
         (result.appended if before.get(symbol) == history else result.reloaded).append(symbol)
     result.removed += gone
-    result.written.append(rows)
+    result.written.append(written)
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """What a run read of one market: the clean bars went to the shards, the rest is here."""
+
+    rejects: pl.DataFrame
+    files: list[ListedFile] | None
+    """The files read (file sources)."""
+    later: set[str]
+    """Files holding a bar dated after the run's day."""
+    summary: dict[str, str]
 
 
 def _fetch(
-    tx: RunTransaction, source: PriceSource, request: Request, state: pl.DataFrame, full: bool
-) -> tuple[RawBars, list[ListedFile] | None, dict[str, str]]:
-    """Raw bars of what may be new, the files read (file sources) and a summary for metadata."""
+    tx: RunTransaction,
+    source: PriceSource,
+    request: Request,
+    state: pl.DataFrame,
+    full: bool,
+    held: _ShardBars,
+    batch_bytes: int,
+) -> _Fetched:
+    """Read and validate what may be new: clean bars go to `held`, the rest is returned."""
+    market = request.market
     if isinstance(source, FileSource):
-        listing = list(source.listing(request.market))
-        seen = _stored(tx, PRICE_FILES, request.market)
+        listing = list(source.listing(market))
+        seen = _stored(tx, PRICE_FILES, market)
         new_symbols = set(request.symbols) - set(state["symbol"].to_list())
         everything = full or request.since is not None or bool(new_symbols)
         wanted = listing if everything else changed_files(listing, seen)
-        raw = source.read_bars(request.market, [f.path for f in wanted])
+        invalid, duplicates, unreadable, later = [], [], [], set()
+        paths = [f.path for f in wanted]
+        for lines in source.bar_batches(market, paths, batch_bytes):
+            checked = check_bars(lines.rows, market, request.symbols, lines.provenance)
+            held.add(checked.clean)
+            invalid.append(checked.invalid)
+            duplicates.append(checked.duplicates)
+            unreadable.append(lines.unreadable)
+            later |= _dated_after(lines, checked.dates, request.through)
+        # Rejects in the order one reading of every file gives them (as `validate_bars` would).
+        unread = pl.concat([BarLines.no_unreadable(), *unreadable]).sort(
+            "rank", KEY, maintain_order=True
+        )
+        rejects = rejects_frame(market, *invalid, *duplicates, unread)
         label = "every file" if everything else "new or changed files"
-        return raw, wanted, {label: f"{len(wanted)} of {len(listing)} files"}
+        return _Fetched(rejects, wanted, later, {label: f"{len(wanted)} of {len(listing)} files"})
     plan = _http_plan(state, request, full)
-    parts = [source.daily_bars(request.market, group, since) for since, group in plan.items()]
-    fetched = {
+    raw = RawBars.concat([source.daily_bars(market, group, since) for since, group in plan.items()])
+    rows = raw.rows.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(KEY))
+    checked = check_bars(rows, market, request.symbols, lambda some: some.select(PROVENANCE))
+    held.add(checked.clean)
+    rejects = rejects_frame(market, checked.invalid, checked.duplicates, raw.unreadable)
+    summary = {
         str(since or "full history"): f"{len(group)} symbols" for since, group in plan.items()
     }
-    return RawBars.concat(parts), None, fetched
+    return _Fetched(rejects, None, set(), summary)
+
+
+def _dated_after(lines: BarLines, dates: pl.Series, through: date) -> set[str]:
+    """The files of these lines that hold a bar dated after `through` (`dates`: of every line)."""
+    after = lines.rows.filter(dates > through)
+    if after.is_empty():
+        return set()
+    return set(lines.provenance(after)["source"].to_list())
 
 
 def changed_files(listing: Sequence[ListedFile], seen: pl.DataFrame) -> list[ListedFile]:
@@ -303,14 +557,10 @@ def _stage_files_read(
     tx: RunTransaction,
     market: str,
     read: Sequence[ListedFile],
-    raw: RawBars,
-    through: date,
+    later: set[str],
     full: bool,
 ) -> None:
-    """Remember the files read, except those holding bars after `through` (read again later)."""
-    later = raw.rows.filter(
-        pl.col("date").str.strip_chars().str.to_date("%Y-%m-%d", strict=False) > through
-    )["source"].unique()
+    """Remember the files read, except those holding bars after the run's day (read again later)."""
     done = pl.DataFrame(
         {
             "market": market,
@@ -319,7 +569,7 @@ def _stage_files_read(
             "mtime_ns": [f.mtime_ns for f in read],
         },
         schema=PRICE_FILES.schema,
-    ).filter(~pl.col("path").is_in(later.implode()))
+    ).filter(~pl.col("path").is_in(pl.Series(sorted(later), dtype=pl.String).implode()))
     stored = PRICE_FILES.empty() if full else _stored(tx, PRICE_FILES, market)
     frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
     tx.stage(PRICE_FILES.name, market, {market: tx.write_file(PRICE_FILES, market, frame)})

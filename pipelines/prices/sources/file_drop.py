@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -17,6 +19,7 @@ from pipelines.prices.sources.base import (
     INSTRUMENT_FIELDS,
     RAW_BARS_SCHEMA,
     RAW_INSTRUMENTS_SCHEMA,
+    UNREADABLE_SCHEMA,
     PriceSource,
     RawBars,
     RawInstruments,
@@ -32,8 +35,22 @@ DAY_HEADER = BAR_FIELDS
 DAYS = "days"
 INVALID_UTF8 = "\ufffd"
 _DAY_NAME = re.compile(r"\d{4}-\d{2}-\d{2}")
+BATCH_BYTES = 16 * 2**20
+"""Bytes of files `bar_batches` reads at a time (its memory is a few times this)."""
+KEY = "key"
+"""Where a bar line is in its reading: `file << 32 | number`, the number of `line N` (CSV, the
+header is line 1) or `row N` (Parquet); keys ascend in read order."""
+_LINE_BITS = 32
 
-__all__ = ["DAY_HEADER", "PRICE_HEADER", "FileDropSource", "SourceFile"]
+__all__ = [
+    "BATCH_BYTES",
+    "DAY_HEADER",
+    "KEY",
+    "PRICE_HEADER",
+    "BarLines",
+    "FileDropSource",
+    "SourceFile",
+]
 
 
 def read_lines(path: Path) -> list[str]:
@@ -55,8 +72,9 @@ def _whole_file(path: Path, location: str, record: str, reason: str) -> pl.DataF
 class FileDropSource(PriceSource):
     """Reads the layout of docs/file-drop.md under `root`.
 
-    `listing` and `read_bars` let a caller read only the files that are new or changed since it
-    last read them; `daily_bars` reads every price file of the market.
+    `listing` and `read_bars` (or `bar_batches`, a batch of files at a time) let a caller read
+    only the files that are new or changed since it last read them; `daily_bars` reads every
+    price file of the market.
     """
 
     def __init__(self, root: Path, name: str = "file_drop") -> None:
@@ -81,19 +99,22 @@ class FileDropSource(PriceSource):
         Rows come per-symbol CSVs first, then day files, then Parquet files, each kind in path
         order and each file's lines in order; a file that cannot be read is one unreadable record.
         """
-        folder = self._folder(market)
-        kinds: dict[str, list[Path]] = {"symbol": [], "day": [], "parquet": []}
-        for text in sorted(set(paths)):
-            path = Path(text)
-            if path.suffix == ".parquet":
-                kinds["parquet"].append(path)
-            elif path.parent.name == DAYS and path.parent.parent == folder:
-                kinds["day"].append(path)
-            else:
-                kinds["symbol"].append(path)
-        parts = [read_price_csvs(kinds["symbol"]), read_day_files(kinds["day"])]
-        parts += [read_price_parquet(path) for path in kinds["parquet"]]
-        return RawBars.concat(parts)
+        batches = list(self.bar_batches(market, paths, batch_bytes=None))
+        return batches[0].raw() if batches else RawBars.concat([])
+
+    def bar_batches(
+        self, market: str, paths: Sequence[str], batch_bytes: int | None = BATCH_BYTES
+    ) -> Iterator[BarLines]:
+        """The lines of `read_bars(market, paths)` in the same order, about `batch_bytes` of files
+        at a time (None: in one batch); a line's source, location and record are given on demand.
+
+        No (symbol, date) is in two batches, so that duplicates can be found batch by batch: a day
+        file holds one day, a per-symbol file one symbol; files that could share a bar (day and
+        per-symbol files together, Parquet files, two files of one symbol) are one batch.
+        """
+        reading = Reading(_in_read_order(self._folder(market), paths))
+        for group in _batches(reading.files, batch_bytes):
+            yield _read_batch(reading, group)
 
     def daily_bars(self, market: str, symbols: Sequence[str], since: date | None) -> RawBars:
         """Every price file of the market: unknown symbols are read too, so they can be rejected."""
@@ -142,43 +163,205 @@ def read_instruments_csv(path: Path) -> RawInstruments:
     return RawInstruments(pl.DataFrame(rows, schema=RAW_INSTRUMENTS_SCHEMA), unreadable(bad))
 
 
-def read_price_csvs(paths: Sequence[Path]) -> RawBars:
-    """Bar rows of many `<SYMBOL>.csv` files (the symbol is the file stem)."""
-    return _read_csv_files(paths, PRICE_HEADER, day_files=False)
+_SYMBOL_FILE, _DAY_FILE, _PARQUET_FILE = range(3)
+"""Kinds of price file, in the order a reading gives their lines."""
+_WHOLE_FILE, _BAD_LINE, _OTHER_DAY, _NOT_A_DAY = range(4)
+"""Kinds of unreadable record, in the order a reading gives those of one kind of file."""
 
 
-def read_day_files(paths: Sequence[Path]) -> RawBars:
-    """Bar rows of many day files `<YYYY-MM-DD>.csv` (header `symbol,date,open,high,low,close,volume`).
+@dataclass(frozen=True)
+class _File:
+    ordinal: int
+    """Position in the reading (the high bits of its lines' keys)."""
+    path: Path
+    kind: int
 
-    A row dated another day than its file's name is unreadable (`date D is not the file's day`):
-    a day file holds that day's bars, and a reader tracking files by name relies on it. A row
-    whose date does not parse is left to the validation (`unparseable date`).
+
+class Reading:
+    """The files of one reading, in read order: a line's key names its file by position."""
+
+    def __init__(self, files: Sequence[_File]) -> None:
+        self.files = tuple(files)
+        self._sources = pl.Series([str(f.path) for f in self.files], dtype=pl.String)
+        self._units = pl.Series(
+            ["row" if f.kind == _PARQUET_FILE else "line" for f in self.files], dtype=pl.String
+        )
+        self._days = pl.Series([f.kind == _DAY_FILE for f in self.files], dtype=pl.Boolean)
+
+    def provenance(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """`source`, `location` and `record` of lines of this reading (`BarLines.rows`)."""
+        ordinal = rows[KEY] // (1 << _LINE_BITS)
+        number = (rows[KEY] % (1 << _LINE_BITS)).cast(pl.String)
+        # A line read in one pass holds no quote or blank: it is its fields joined by commas.
+        joined = (
+            pl.when(pl.col("_day"))
+            .then(pl.concat_str(DAY_HEADER, separator=","))
+            .otherwise(pl.concat_str(PRICE_HEADER, separator=","))
+        )
+        return rows.with_columns(_day=self._days.gather(ordinal)).select(
+            source=self._sources.gather(ordinal),
+            location=self._units.gather(ordinal) + " " + number,
+            record=pl.coalesce("record", joined),
+        )
+
+
+@dataclass(frozen=True)
+class BarLines:
+    """The bar lines of a batch of files, fields as text, with where each came from as a key."""
+
+    rows: pl.DataFrame
+    """`BAR_FIELDS` as read, `KEY` (ascending), and `record`: the raw line, or null where it is the
+    fields joined by commas."""
+    unreadable: pl.DataFrame
+    """`UNREADABLE_SCHEMA` plus `rank` and `KEY`, which order them as `read_bars` does."""
+    reading: Reading
+
+    def provenance(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """`source`, `location` and `record` of some of `rows`."""
+        return self.reading.provenance(rows)
+
+    @staticmethod
+    def no_unreadable() -> pl.DataFrame:
+        """An empty `unreadable` frame."""
+        return _no_unreadable()
+
+    def raw(self) -> RawBars:
+        """Every line with its provenance (what `read_bars` returns)."""
+        rows = pl.concat(
+            [self.rows.select(BAR_FIELDS), self.provenance(self.rows)], how="horizontal"
+        )
+        unreadable = self.unreadable.sort("rank", KEY, maintain_order=True)
+        return RawBars(rows, unreadable.select(UNREADABLE_SCHEMA.names()))
+
+
+def _in_read_order(folder: Path, paths: Sequence[str]) -> list[_File]:
+    """Per-symbol CSVs, then day files, then Parquet files, each kind in path order."""
+    kinds = []
+    for text in sorted(set(paths)):
+        path = Path(text)
+        if path.suffix == ".parquet":
+            kinds.append((_PARQUET_FILE, path))
+        elif path.parent.name == DAYS and path.parent.parent == folder:
+            kinds.append((_DAY_FILE, path))
+        else:
+            kinds.append((_SYMBOL_FILE, path))
+    kinds.sort(key=lambda kind_path: kind_path[0])  # stable: path order within a kind
+    return [_File(k, path, kind) for k, (kind, path) in enumerate(kinds)]
+
+
+def _batches(files: Sequence[_File], batch_bytes: int | None) -> list[list[_File]]:
+    """Consecutive files of about `batch_bytes`, or all of them when they may share a bar."""
+    if not files:
+        return []
+    if batch_bytes is None or _may_share_bars(files):
+        return [list(files)]
+    batches: list[list[_File]] = [[]]
+    size = 0
+    for file in files:
+        if size >= batch_bytes:
+            batches.append([])
+            size = 0
+        batches[-1].append(file)
+        with suppress(OSError):  # reading it will say what is wrong
+            size += os.stat(file.path).st_size
+    return batches
+
+
+def _may_share_bars(files: Sequence[_File]) -> bool:
+    """Whether two of the files may hold a bar of the same (symbol, date).
+
+    Valid lines of a day file are of its day, and of a per-symbol file of its symbol (compared
+    here more loosely than the validation does, so that no pair is missed).
     """
-    named = [p for p in paths if _DAY_NAME.fullmatch(p.stem)]
-    bad = [
-        _whole_file(p, "file", "", "file name is not a day (YYYY-MM-DD.csv); file not read")
-        for p in paths
-        if not _DAY_NAME.fullmatch(p.stem)
-    ]
-    bars = _read_csv_files(named, DAY_HEADER, day_files=True)
-    if not bad:
-        return bars
-    return RawBars(bars.rows, pl.concat([bars.unreadable, *bad]))
+    kinds = {f.kind for f in files}
+    if kinds == {_DAY_FILE}:
+        names = [f.path.stem for f in files]
+    elif kinds == {_SYMBOL_FILE}:
+        names = [f.path.stem.strip().upper().casefold() for f in files]
+    else:
+        return len(files) > 1
+    return len(set(names)) < len(names)
+
+
+def _read_batch(reading: Reading, files: Sequence[_File]) -> BarLines:
+    rows, unreadable = [], []
+    for kind, header in ((_SYMBOL_FILE, PRICE_HEADER), (_DAY_FILE, DAY_HEADER)):
+        of_kind = [f for f in files if f.kind == kind]
+        named = [f for f in of_kind if kind != _DAY_FILE or _DAY_NAME.fullmatch(f.path.stem)]
+        if named:
+            lines, bad = _read_csv_files(reading, named, header, kind)
+            rows.append(lines)
+            unreadable.append(bad)
+        reason = "file name is not a day (YYYY-MM-DD.csv); file not read"
+        if len(named) < len(of_kind):
+            unreadable += [
+                _whole(f, "file", "", reason, _NOT_A_DAY)
+                for f in of_kind
+                if not _DAY_NAME.fullmatch(f.path.stem)
+            ]
+    for file in files:
+        if file.kind == _PARQUET_FILE:
+            lines, bad = _read_parquet(file)
+            rows.append(lines)
+            unreadable.append(bad)
+    return BarLines(_stack(rows), pl.concat([_no_unreadable(), *unreadable]), reading)
+
+
+def _stack(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """Frames of lines (columns of `_no_lines`) in key order, as one."""
+    if len(frames) == 1:
+        return frames[0]
+    return pl.concat([_no_lines(), *frames]).sort(KEY)
+
+
+def _no_lines() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={**dict.fromkeys(BAR_FIELDS, pl.String), KEY: pl.Int64, "record": pl.String}
+    )
+
+
+def _no_unreadable() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            **dict.fromkeys(UNREADABLE_SCHEMA.names(), pl.String),
+            "rank": pl.Int64,
+            KEY: pl.Int64,
+        }
+    )
+
+
+def _whole(file: _File, location: str, record: str, reason: str, order: int) -> pl.DataFrame:
+    """An unreadable record standing for a whole file."""
+    return pl.DataFrame(
+        {
+            "source": [str(file.path)],
+            "location": [location],
+            "record": [record],
+            "reason": [reason],
+            "rank": [file.kind * 4 + order],
+            KEY: [file.ordinal << _LINE_BITS],
+        },
+        schema=_no_unreadable().schema,
+    )
 
 
 @dataclass(frozen=True)
 class _Body:
     """A CSV file's lines after the header: `raw[start:]`, UTF-8."""
 
-    index: int
-    """Position of the file among those read (rows keep this order)."""
-    path: Path
+    file: _File
     raw: bytes
     start: int
     plain: bool
-    """No quote, blank or tab, and no byte the line reader splits on: the fast reader applies."""
+    """No quote, blank, tab, unit separator or lone CR: fields are read as they are (else they
+    are trimmed of blanks and quotes)."""
     recoded: bool
     """The file held bytes that are not UTF-8 (replaced by U+FFFD, so their lines are rejected)."""
+
+    @property
+    def one_pass(self) -> bool:
+        """Polars' CSV reader applies: plain, and every byte UTF-8."""
+        return self.plain and not self.recoded
 
     def chunks(self) -> list[bytes | memoryview]:
         """The lines as pieces of one buffer (no copy), ending with a newline."""
@@ -194,55 +377,48 @@ class _Body:
 
 
 _BOM = b"\xef\xbb\xbf"
-_RAW_SEPARATOR = "\x1f"
-"""Separator of the raw-line read: files holding it are read the slow way instead."""
-_LINE_BITS = 32
-"""A line's key is `file << 32 | line`."""
 
 
-def _read_csv_files(paths: Sequence[Path], header: Sequence[str], day_files: bool) -> RawBars:
-    """Rows of many CSV files with `header`: every line with its source, location and record.
+def _read_csv_files(
+    reading: Reading, files: Sequence[_File], header: Sequence[str], kind: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Lines of CSV files with `header` (`BarLines.rows`), and their unreadable records.
 
     Files of plain comma-separated values (the usual case) are read by polars' CSV reader from
-    one buffer holding all of them, once as raw lines and once as fields; files with quotes, blanks
-    or tabs are split line by line and their fields trimmed of blanks and quotes.
+    one buffer holding all of them, fields only; the others (quotes, blanks, tabs, bytes that are
+    not UTF-8, lines of another width, blank lines, day files with a line of another day) are
+    split line by line, the fields of files with quotes, blanks or tabs trimmed of both.
     """
-    bodies, bad = _bodies(paths, tuple(header))
-    plain = [b for b in bodies if b.plain]
-    other = [b for b in bodies if not b.plain]
+    bodies, bad = _bodies(files, tuple(header))
+    slow = [b for b in bodies if not b.one_pass]
     frames = []
-    if plain:
-        frame = _read_plain(plain, header, day_files)
-        if frame is None:  # the two readings did not line up: read them the slow way
-            other = bodies
-        else:
-            frames.append(frame)
-    if other:
-        frames.append(_read_slow(other, header, day_files))
-    if not frames:
-        return RawBars(RAW_BARS_SCHEMA.to_frame(), pl.concat([unreadable([]), *bad]))
-    lines = pl.concat(frames, how="diagonal_relaxed")
-    if len(frames) > 1:
-        lines = lines.sort("key", maintain_order=True)
-    rows, garbage = _check_lines(lines, header)
-    if day_files:
-        rows, elsewhere = _same_day(rows)
-        garbage = pl.concat([garbage, elsewhere])
-    return RawBars(rows.select(RAW_BARS_SCHEMA.names()), pl.concat([unreadable([]), *bad, garbage]))
+    if len(slow) < len(bodies):
+        fast, refused = _read_fast([b for b in bodies if b.one_pass], header, kind)
+        frames.append(fast)
+        slow = sorted([*slow, *refused], key=lambda b: b.file.ordinal)
+    garbage = []
+    if slow:
+        rows, bad_lines = _check_lines(_read_slow(slow, header, kind), header, kind)
+        if kind == _DAY_FILE:
+            rows, elsewhere = _same_day(rows)
+            bad_lines = pl.concat([bad_lines, elsewhere])
+        frames.append(rows.select(_no_lines().columns))
+        garbage.append(bad_lines)
+    return _stack(frames), pl.concat([_no_unreadable(), *bad, *garbage])
 
 
 def _bodies(
-    paths: Sequence[Path], header: tuple[str, ...]
+    files: Sequence[_File], header: tuple[str, ...]
 ) -> tuple[list[_Body], list[pl.DataFrame]]:
     """Each readable file's lines after a correct header; whole-file rejects for the others."""
     bodies, bad = [], []
     expected = ",".join(header)
-    for index, path in enumerate(paths):
+    for file in files:
         try:
-            raw = path.read_bytes()
+            raw = file.path.read_bytes()
         except OSError as error:
             reason = f"file cannot be read: {type(error).__name__}"
-            bad.append(_whole_file(path, "file", "", reason))
+            bad.append(_whole(file, "file", "", reason, _WHOLE_FILE))
             continue
         raw = raw.removeprefix(_BOM)
         recoded = not raw.isascii()
@@ -251,125 +427,135 @@ def _bodies(
             recoded = INVALID_UTF8 in text
             raw = text.encode()
         if not raw or raw.isspace():
-            bad.append(_whole_file(path, "file", "", "file is empty"))
+            bad.append(_whole(file, "file", "", "file is empty", _WHOLE_FILE))
             continue
         end = raw.find(b"\n")
         first = (raw if end < 0 else raw[:end]).decode().rstrip("\r")
         if _split_header(first) != header:
             reason = f"header is {first!r}, expected '{expected}'; file not read"
-            bad.append(_whole_file(path, "line 1", first, reason))
+            bad.append(_whole(file, "line 1", first, reason, _WHOLE_FILE))
             continue
         start = len(raw) if end < 0 else end + 1
         plain = all(raw.find(c, start) < 0 for c in (b'"', b" ", b"\t", b"\x1f"))
-        plain = plain and raw.count(b"\r", start) == raw.count(b"\r\n", start)  # no lone CR
-        bodies.append(_Body(index, path, raw, start, plain, recoded))
+        # A CR is part of a line ending only (a lone one would split a line for one reader only).
+        crs = raw.find(b"\r", start) >= 0
+        plain = plain and (not crs or raw.count(b"\r", start) == raw.count(b"\r\n", start))
+        bodies.append(_Body(file, raw, start, plain, recoded))
     return bodies, bad
 
 
-def _read_plain(bodies: list[_Body], header: Sequence[str], day_files: bool) -> pl.DataFrame | None:
-    """Lines and fields of plain files, read by polars from one buffer; None if the raw-line and
-    the field reading disagree on the number of lines (not expected: then read them slowly)."""
+def _read_fast(
+    bodies: list[_Body], header: Sequence[str], kind: int
+) -> tuple[pl.DataFrame, list[_Body]]:
+    """Lines of plain files read by polars from one buffer, fields only, and the files found to
+    need reading line by line after all: a line of another width, a blank line, or (day files)
+    a line of another day."""
     counts = np.array([b.lines() for b in bodies], dtype=np.int64)
     total = int(counts.sum())
     if total == 0:  # headers only
-        return _lines_frame(pl.DataFrame())
-    buffer = b"".join(chunk for b in bodies for chunk in b.chunks())
-    records = pl.read_csv(
-        buffer,
-        has_header=False,
-        separator=_RAW_SEPARATOR,
-        quote_char=None,
-        schema={"record": pl.String},
-    )
-    values = pl.read_csv(
-        buffer,
-        has_header=False,
-        quote_char=None,
-        schema=dict.fromkeys(header, pl.String),
-        truncate_ragged_lines=True,
-        missing_columns="insert",
-        extra_columns="ignore",
-        empty_string_is_null=False,
-    )
-    if records.height != total or values.height != total:
-        return None
-    index = np.array([b.index for b in bodies], dtype=np.int64)
-    first = np.repeat(np.cumsum(counts) - counts, counts)
-    line = np.arange(total, dtype=np.int64) - first + 2  # the header is line 1
+        return _no_lines(), []
+    try:
+        values = pl.read_csv(
+            b"".join(chunk for b in bodies for chunk in b.chunks()),
+            has_header=False,
+            quote_char=None,
+            schema=dict.fromkeys(header, pl.String),
+        )
+    except pl.exceptions.PolarsError:  # a line with more fields than the header: find its file
+        if len(bodies) == 1:
+            return _no_lines(), bodies
+        half = len(bodies) // 2
+        first, first_refused = _read_fast(bodies[:half], header, kind)
+        second, second_refused = _read_fast(bodies[half:], header, kind)
+        return pl.concat([first, second]), first_refused + second_refused
+    if values.height != total:  # not expected: let the line reader decide
+        return _no_lines(), bodies
     body = np.repeat(np.arange(len(bodies)), counts)
-    columns = {
-        "key": pl.Series(np.repeat(index << _LINE_BITS, counts) + line),
-        "source": pl.Series([str(b.path) for b in bodies]).gather(body),
-        "recoded": pl.Series([b.recoded for b in bodies]).gather(body),
-    }
-    stems = pl.Series([b.path.stem for b in bodies]).gather(body)
-    columns["day" if day_files else "symbol"] = stems
-    frame = pl.concat([records, values], how="horizontal").with_columns(**columns)
-    # A line has the header's width exactly when its fields and commas add up to its length (a
-    # missing field is read as empty, extra fields are dropped): far cheaper than counting commas.
-    length = pl.sum_horizontal(pl.col(list(header)).str.len_bytes()) + (len(header) - 1)
-    frame = frame.with_columns(fits=pl.col("record").str.len_bytes() == length.fill_null(-1))
-    if records["record"].has_nulls():  # blank lines (filtering copies every column: only if any)
-        frame = frame.filter(pl.col("record").is_not_null())
-    return _lines_frame(frame)
+    line = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts) + 2
+    ordinals = np.array([b.file.ordinal for b in bodies], dtype=np.int64)
+    frame = values.with_columns(
+        pl.Series(KEY, np.repeat(ordinals << _LINE_BITS, counts) + line),
+        record=pl.lit(None, pl.String),
+    )
+    stems = pl.Series([b.file.path.stem for b in bodies], dtype=pl.String).gather(body)
+    refused: set[int] = set()
+    if sum(values.null_count().row(0)):
+        # An empty field and a missing one both read as null: a file whose commas are not exactly
+        # the header's on every line (no line has more: polars refuses those) has a short line
+        # or a blank one.
+        short = values.select(pl.any_horizontal(pl.all().is_null())).to_series()
+        for k in np.unique(body[short.to_numpy()]).tolist():
+            b = bodies[k]
+            if b.raw.count(b",", b.start) != (len(header) - 1) * int(counts[k]):
+                refused.add(k)
+        frame = frame.with_columns(pl.col(header).fill_null(""))
+    if kind == _DAY_FILE:
+        differs = (frame["date"] != stems).to_numpy()
+        refused |= set(np.unique(body[differs]).tolist())
+    else:
+        frame = frame.with_columns(symbol=stems)
+    if refused:
+        frame = frame.filter(~pl.Series(np.isin(body, list(refused))))
+    return frame.select(_no_lines().columns), [bodies[k] for k in sorted(refused)]
 
 
-def _read_slow(bodies: list[_Body], header: Sequence[str], day_files: bool) -> pl.DataFrame:
-    """Lines of files with quotes, blanks or tabs: split on commas, fields trimmed of both."""
+def _read_slow(bodies: list[_Body], header: Sequence[str], kind: int) -> pl.DataFrame:
+    """Lines split on commas one by one; fields of files that are not plain are trimmed of blanks
+    and quotes (those of plain files are kept as they are, as the one-pass reader reads them)."""
     frames = []
     for body in bodies:
         text = b"".join(body.chunks()).decode()
         lines = [line.rstrip("\r") for line in text.split("\n")][:-1]
         frame = pl.DataFrame({"record": lines}, schema={"record": pl.String}).with_columns(
-            key=(body.index << _LINE_BITS) + pl.int_range(2, len(lines) + 2, dtype=pl.Int64),
-            source=pl.lit(str(body.path)),
+            (
+                pl.int_range(2, len(lines) + 2, dtype=pl.Int64) + (body.file.ordinal << _LINE_BITS)
+            ).alias(KEY),
+            source=pl.lit(str(body.file.path)),
             recoded=pl.lit(body.recoded),
+            plain=pl.lit(body.plain),
         )
-        stem = pl.lit(body.path.stem)
-        frames.append(frame.with_columns(stem.alias("day" if day_files else "symbol")))
-    lines_frame = pl.concat(frames).filter(pl.col("record").str.strip_chars() != "")
+        stem = pl.lit(body.file.path.stem)
+        frames.append(frame.with_columns(stem.alias("day" if kind == _DAY_FILE else "symbol")))
+    # One chunk: polars 2.1's `pl.format` can panic on a column holding an empty chunk.
+    lines_frame = pl.concat(frames).filter(pl.col("record").str.strip_chars() != "").rechunk()
     parts = pl.col("record").str.split(",")
-    split = lines_frame.with_columns(
+    field = [parts.list.get(k, null_on_oob=True) for k in range(len(header))]
+    return lines_frame.with_columns(
         *(
-            parts.list.get(k, null_on_oob=True).str.strip_chars().str.strip_chars('"').alias(name)
-            for k, name in enumerate(header)
+            pl.when(pl.col("plain"))
+            .then(value)
+            .otherwise(value.str.strip_chars().str.strip_chars('"'))
+            .alias(name)
+            for value, name in zip(field, header, strict=True)
         ),
         fits=parts.list.len() == len(header),
     )
-    return _lines_frame(split)
 
 
-def _lines_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The columns every reading gives (an empty reading has them too)."""
-    schema: dict[str, pl.DataType] = {
-        c: pl.String() for c in RAW_BARS_SCHEMA.names() if c != "location"
-    }
-    schema |= {"key": pl.Int64(), "recoded": pl.Boolean(), "fits": pl.Boolean(), "day": pl.String()}
-    return pl.concat([pl.DataFrame(schema=schema), frame], how="diagonal_relaxed")
-
-
-def _check_lines(lines: pl.DataFrame, header: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _check_lines(
+    lines: pl.DataFrame, header: Sequence[str], kind: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rows with every field, and the unreadable lines (bad bytes, wrong number of fields)."""
     bad_bytes = pl.col("recoded") & pl.col("record").str.contains(INVALID_UTF8, literal=True)
     good = lines.select(pl.col("fits") & ~bad_bytes).to_series()
-    if good.all():  # the usual case: no copy
-        return lines.with_columns(location=_location()), unreadable([])
-    rows = lines.filter(good)
-    bad = lines.filter(~good)
+    if good.all():
+        return lines, _no_unreadable()
     width = pl.col("record").str.count_matches(",", literal=True) + 1
-    garbage = bad.filter(pl.col("record").str.strip_chars() != "").select(
+    garbage = lines.filter(~good).select(
         "source",
         location=_location(),
         record="record",
         reason=pl.when(bad_bytes)
         .then(pl.lit("line is not valid UTF-8"))
         .otherwise(pl.format(f"expected {len(header)} fields, found {{}}", width)),
+        rank=pl.lit(kind * 4 + _BAD_LINE, pl.Int64),
+        key=KEY,
     )
-    return rows.with_columns(location=_location()), garbage
+    return lines.filter(good), garbage
 
 
 def _location() -> pl.Expr:
-    return pl.format("line {}", pl.col("key") % (1 << _LINE_BITS))
+    return pl.format("line {}", pl.col(KEY) % (1 << _LINE_BITS))
 
 
 def _same_day(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -377,15 +563,36 @@ def _same_day(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     day = pl.col("day")  # the file's stem
     differs = rows.filter(pl.col("date") != day)
     if differs.is_empty():
-        return rows, unreadable([])
+        return rows, _no_unreadable()
     parsed = pl.col("date").str.strip_chars().str.to_date("%Y-%m-%d", strict=False)
     elsewhere = differs.filter(parsed.is_not_null() & (parsed != day.str.to_date("%Y-%m-%d")))
     if elsewhere.is_empty():
-        return rows, unreadable([])
+        return rows, _no_unreadable()
     reason = pl.format("date {} is not the file's day {}", pl.col("date").str.strip_chars(), day)
-    garbage = elsewhere.select("source", "location", "record", reason=reason)
-    kept = rows.filter(~pl.col("key").is_in(elsewhere["key"].implode()))
+    garbage = elsewhere.select(
+        "source",
+        location=_location(),
+        record="record",
+        reason=reason,
+        rank=pl.lit(_DAY_FILE * 4 + _OTHER_DAY, pl.Int64),
+        key=KEY,
+    )
+    kept = rows.filter(~pl.col(KEY).is_in(elsewhere[KEY].implode()))
     return kept, garbage
+
+
+def _read_parquet(file: _File) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`read_price_parquet` of one file of a reading, its rows keyed `row N`."""
+    bars = read_price_parquet(file.path)
+    number = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
+    rows = bars.rows.select(
+        *BAR_FIELDS, (number + (file.ordinal << _LINE_BITS)).alias(KEY), "record"
+    )
+    bad = bars.unreadable.with_columns(
+        rank=pl.lit(file.kind * 4 + _WHOLE_FILE, pl.Int64),
+        key=pl.lit(file.ordinal << _LINE_BITS, pl.Int64),
+    )
+    return rows, bad
 
 
 def split_csv_lines(

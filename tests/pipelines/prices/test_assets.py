@@ -1,17 +1,26 @@
-"""The raw-layer assets materialized for one market partition over a tiny file drop in tmp_path."""
+"""The raw-layer assets of the daily job materialized for one day over a tiny file drop in tmp_path."""
 
 from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+from typing import Any, cast
 
 import dagster as dg
 import polars as pl
 import pytest
+from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_REJECTS
+from pipelines.catalog import DAILY_PRICES, INSTRUMENT_REJECTS, INSTRUMENTS, PRICE_REJECTS
+from pipelines.instruments.assets import build_instruments
+from pipelines.prices.assets import build_daily_prices, price_check_results
 from pipelines.prices.definitions import build_defs
+from pipelines.prices.sources.config import load_sources
+from pipelines.runs import RunOptions
 from pipelines.settings import PipelineSettings
+from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import materialize_daily
 
 HEADER = "date,open,high,low,close,volume\n"
 INSTRUMENT_LIST = (
@@ -34,10 +43,30 @@ def settings_for(tmp_path: Path, end: date = date(2024, 1, 9)) -> PipelineSettin
 
 
 def materialize(settings: PipelineSettings, market: str = "stocks") -> dg.ExecuteInProcessResult:
-    defs = build_defs(settings)
-    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
-    resources = dict(defs.resources or {}) | {"io_manager": dg.mem_io_manager}
-    return dg.materialize(assets, partition_key=market, resources=resources, raise_on_error=True)
+    """The instruments and prices steps of the day `settings.end_date`, then the run's commit."""
+    assert settings.end_date is not None
+    return materialize_daily(
+        Warehouse(settings.warehouse_dir),
+        [build_instruments(embedded=False), build_daily_prices(embedded=False)],
+        settings.end_date,
+        [market],
+        {"price_sources": load_sources(settings)},
+    )
+
+
+def graph_of(defs: dg.Definitions, settings: PipelineSettings) -> AssetGraph:
+    """The domain's asset graph with the resources the root supplies to every domain."""
+    root = dg.Definitions(
+        resources={
+            "warehouse": WarehouseResource(warehouse_dir=str(settings.warehouse_dir)),
+            "run_options": RunOptions(),
+        }
+    )
+    return dg.Definitions.merge(defs, root).resolve_asset_graph()
+
+
+def stored(settings: PipelineSettings) -> Warehouse:
+    return Warehouse(settings.warehouse_dir)
 
 
 def checks_by_name(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
@@ -77,9 +106,9 @@ def test_materialize_writes_conforming_outputs_and_passing_checks(
     clean_stocks: PipelineSettings,
 ) -> None:
     result = materialize(clean_stocks)
-    instruments = result.output_for_node("raw_instruments", "instruments")
-    prices = result.output_for_node("raw_daily_prices", "daily_prices")
-    rejects = result.output_for_node("raw_daily_prices", "price_rejects")
+    instruments = stored(clean_stocks).read(INSTRUMENTS)
+    prices = stored(clean_stocks).read(DAILY_PRICES)
+    rejects = stored(clean_stocks).read(PRICE_REJECTS)
     assert instruments.schema == INSTRUMENTS.schema
     assert instruments["symbol"].to_list() == ["AAPL", "MSFT"]
     assert prices.schema == DAILY_PRICES.schema
@@ -108,24 +137,31 @@ def test_materialize_attaches_row_counts_rejects_and_newest_date(
         for m in result.asset_materializations_for_node("raw_daily_prices")
         if m.asset_key == dg.AssetKey("daily_prices")
     ]
-    assert event.partition == "stocks"
+    assert event.partition == "2024-01-09"
     assert event.metadata["dagster/row_count"].value == 7
-    assert event.metadata["rejects"].value == 0
     assert event.metadata["newest_date"].value == "2024-01-08"
+    stocks = cast(dict[str, Any], event.metadata["markets"].value)["stocks"]
+    assert (stocks["reloaded"], stocks["appended"], stocks["shards"]) == (2, 0, 1)
+    [rejects] = [
+        m
+        for m in result.asset_materializations_for_node("raw_daily_prices")
+        if m.asset_key == dg.AssetKey("price_rejects")
+    ]
+    assert rejects.metadata["dagster/row_count"].value == 0
 
 
 def test_bad_rows_land_in_rejects_and_the_rejects_checks_warn(
     dirty_stocks: PipelineSettings,
 ) -> None:
     result = materialize(dirty_stocks)
-    rejects = result.output_for_node("raw_daily_prices", "price_rejects")
+    rejects = stored(dirty_stocks).read(PRICE_REJECTS)
     reasons = sorted(rejects["reason"])
     assert len(reasons) == 4
     assert reasons[0].startswith("2024-01-06 is a weekend day")
     assert reasons[1].startswith("duplicate (symbol, date)")
     assert reasons[2] == "expected 6 fields, found 1"
     assert reasons[3].startswith("unknown symbol TSLA")
-    instrument_rejects = result.output_for_node("raw_instruments", "instrument_rejects")
+    instrument_rejects = stored(dirty_stocks).read(INSTRUMENT_REJECTS)
     assert instrument_rejects["reason"].item() == "duplicate symbol: kept the row at line 3"
     evaluations = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_rejects"]
     assert [e.passed for e in evaluations] == [False, False]
@@ -158,19 +194,20 @@ def test_stale_series_fail_the_freshness_check(tmp_path: Path) -> None:
     assert "AAPL" in str(check.metadata["stale_symbols"].value)
 
 
-def test_embedded_mode_depends_on_the_embedded_market_files(clean_stocks: PipelineSettings) -> None:
-    defs = build_defs(clean_stocks)
-    graph = defs.resolve_asset_graph()
+def test_embedded_mode_depends_on_the_embedded_market_prices(
+    clean_stocks: PipelineSettings,
+) -> None:
+    graph = graph_of(build_defs(clean_stocks), clean_stocks)
     for key in ("instruments", "daily_prices"):
         parents = graph.get(dg.AssetKey(key)).parent_keys
-        assert dg.AssetKey("embedded_market_files") in parents
+        assert dg.AssetKey("embedded_market_prices") in parents
 
 
 def test_definitions_expose_the_raw_assets_checks_and_resource(
     clean_stocks: PipelineSettings,
 ) -> None:
     defs = build_defs(clean_stocks)
-    graph = defs.resolve_asset_graph()
+    graph = graph_of(defs, clean_stocks)
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"instruments", "instrument_rejects", "daily_prices", "price_rejects"} <= keys
     assert len(graph.asset_check_keys) == 9
@@ -180,6 +217,7 @@ def test_definitions_expose_the_raw_assets_checks_and_resource(
 def test_crafted_bad_stored_bars_fail_the_checks(tmp_path: Path) -> None:
     prices = pl.DataFrame(
         {
+            "market": "stocks",
             "symbol": ["A", "A", "B"],
             "date": [date(2024, 1, 2), date(2024, 1, 2), date(2024, 1, 2)],
             "open": [1.0, 1.0, -1.0],
@@ -188,11 +226,9 @@ def test_crafted_bad_stored_bars_fail_the_checks(tmp_path: Path) -> None:
             "close": [1.0, 1.0, 1.0],
         }
     )
-    from pipelines.prices.assets import price_check_results
-
-    results = {
-        r.check_name: r.passed for r in price_check_results(prices, "stocks", date(2024, 1, 2), 4)
-    }
+    states = {"stocks": pl.DataFrame({"symbol": ["A", "B"], "last_date": [date(2024, 1, 2)] * 2})}
+    checked = price_check_results([prices], states, date(2024, 1, 2), {"stocks": 4})
+    results = {r.check_name: r.passed for r in checked}
     assert results == {
         "unique_symbol_date": False,
         "positive_prices": False,

@@ -12,7 +12,7 @@ import pytest
 from pipelines.embedded_market import write_embedded_prices
 from pipelines.instruments.validate import validate_instruments
 from pipelines.prices.sources import file_drop
-from pipelines.prices.sources.base import SourceError
+from pipelines.prices.sources.base import BAR_FIELDS, SourceError
 from pipelines.prices.sources.file_drop import FileDropSource
 from pipelines.prices.validate import validate_bars
 
@@ -262,30 +262,128 @@ def test_rows_keep_the_file_order_when_some_files_are_read_line_by_line(tmp_path
     assert rows["date"].str.strip_chars().to_list() == ["2024-01-02", "2024-01-03", "2024-01-04"]
 
 
+def _reading(tmp_path: Path, names: list[str]) -> file_drop.Reading:
+    paths = [str(tmp_path / "prices/stocks/days" / name) for name in names]
+    return file_drop.Reading(file_drop._in_read_order(tmp_path / "prices/stocks", paths))
+
+
 def test_the_one_pass_reading_and_the_line_by_line_reading_agree(tmp_path: Path) -> None:
-    """Plain files go through polars' CSV reader; files with quotes or blanks line by line: on
-    plain files, the line-by-line reading gives the same rows and rejects."""
+    """Plain files go through polars' CSV reader, fields only (the record of such a line is its
+    fields joined by commas); the line-by-line reading gives the same lines."""
     lines = [
         "AAPL,2024-01-02,1,2,0.5,1.5,10",
-        "",
-        "garbage",
-        "MSFT,2024-01-02,1,2,0.5,1.5,10,7",
         "MSFT,2024-01-02,3,4,2.5,3.5,",
-        "MSFT,2024-01-02,3,4,2.5,3.5",
-        "\r",
+        "GOOG,2024-01-02,,,,,\x0b7",
+        "IBM,2024-01-02,1,2,0.5,1.5,1e3",
     ]
-    source = drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": DAY + "\r\n".join(lines) + "\n"})
-    paths = [tmp_path / "prices/stocks/days/2024-01-02.csv"]
-    fast = file_drop.read_day_files(paths)
-    bodies, _ = file_drop._bodies(paths, file_drop.DAY_HEADER)
-    assert all(b.plain for b in bodies)
-    slow_lines = file_drop._read_slow(bodies, file_drop.DAY_HEADER, day_files=True)
-    slow_rows, slow_garbage = file_drop._check_lines(slow_lines, file_drop.DAY_HEADER)
-    columns = ["symbol", "date", "open", "high", "low", "close", "volume", "location", "record"]
-    assert fast.rows.select(columns).rows() == slow_rows.select(columns).rows()
-    assert fast.unreadable.rows() == slow_garbage.rows()
-    assert fast.rows.height == 2
-    assert source.daily_bars("stocks", [], None).rows.height == 2
+    drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": DAY + "\r\n".join(lines) + "\r\n"})
+    reading = _reading(tmp_path, ["2024-01-02.csv"])
+    bodies, _ = file_drop._bodies(reading.files, file_drop.DAY_HEADER)
+    assert [b.one_pass for b in bodies] == [True]
+    fast, refused = file_drop._read_fast(bodies, file_drop.DAY_HEADER, file_drop._DAY_FILE)
+    assert refused == []
+    slow_lines = file_drop._read_slow(bodies, file_drop.DAY_HEADER, file_drop._DAY_FILE)
+    slow, garbage = file_drop._check_lines(slow_lines, file_drop.DAY_HEADER, file_drop._DAY_FILE)
+    columns = [*file_drop.DAY_HEADER, file_drop.KEY]
+    assert fast.select(columns).rows() == slow.select(columns).rows()
+    assert garbage.is_empty()
+    assert reading.provenance(fast)["record"].to_list() == lines
+    assert reading.provenance(fast)["location"].to_list() == [
+        "line 2",
+        "line 3",
+        "line 4",
+        "line 5",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("MSFT,2024-01-02,1,2,0.5,1.5,10,7", "expected 7 fields, found 8"),  # polars refuses it
+        ("MSFT,2024-01-02,1,2,0.5", "expected 7 fields, found 5"),  # read short, commas differ
+        ("MSFT", "expected 7 fields, found 1"),
+        ("MSFT,2024-01-03,1,2,0.5,1.5,10", "date 2024-01-03 is not the file's day 2024-01-02"),
+    ],
+)
+def test_a_bad_line_among_good_ones_sends_its_file_to_the_line_reader(
+    tmp_path: Path, bad: str, reason: str
+) -> None:
+    """Only the file holding it is read line by line; its good lines and every other file's are
+    the same as ever, and the bad line is rejected where it is."""
+    good = [f"S{k},2024-01-02,1,2,0.5,1.5,{k}" for k in range(5)]
+    files: dict[str, bytes | str] = {
+        "prices/stocks/days/2024-01-01.csv": DAY + "A,2024-01-01,1,2,0.5,1.5,1\n",
+        "prices/stocks/days/2024-01-02.csv": DAY + "\n".join([*good[:2], bad, *good[2:]]) + "\n",
+        "prices/stocks/days/2024-01-03.csv": DAY + "A,2024-01-03,1,2,0.5,1.5,1\n",
+    }
+    source = drop(tmp_path, files)
+    reading = _reading(tmp_path, ["2024-01-01.csv", "2024-01-02.csv", "2024-01-03.csv"])
+    bodies, _ = file_drop._bodies(reading.files, file_drop.DAY_HEADER)
+    _, refused = file_drop._read_fast(bodies, file_drop.DAY_HEADER, file_drop._DAY_FILE)
+    assert [b.file.path.name for b in refused] == ["2024-01-02.csv"]
+    raw = source.daily_bars("stocks", [], None)
+    assert raw.rows.filter(pl.col("source").str.ends_with("02.csv"))["record"].to_list() == good
+    assert raw.rows.filter(pl.col("source").str.ends_with("02.csv"))["location"].to_list() == [
+        "line 2",
+        "line 3",
+        "line 5",
+        "line 6",
+        "line 7",
+    ]
+    assert raw.rows.height == 7
+    assert raw.unreadable.select("location", "record", "reason").rows() == [("line 4", bad, reason)]
+
+
+def test_lines_read_in_batches_are_those_read_at_once(tmp_path: Path) -> None:
+    """Day files are read a few at a time; the lines, their provenance and the unreadable records
+    come in the order of one reading of every file."""
+    files: dict[str, bytes | str] = {}
+    for day in range(1, 10):
+        name = f"2024-01-{day:02d}"
+        body = DAY + f"AAPL,{name},1,2,0.5,1.5,1\nMSFT,{name},1,2,0.5,1.5,\n"
+        if day == 3:
+            body += '"GOOG", 2024-01-03 ,1,2,0.5,1.5,1\nbroken\n'
+        if day == 5:
+            body = "nonsense\n"
+        files[f"prices/stocks/days/{name}.csv"] = body
+    files["prices/stocks/days/2024-01-06.csv"] = b""
+    files["prices/stocks/days/latest.csv"] = DAY
+    source = drop(tmp_path, files)
+    paths = [f.path for f in source.listing("stocks")]
+    batches = list(source.bar_batches("stocks", paths, batch_bytes=100))
+    assert len(batches) > 3
+    whole = source.read_bars("stocks", paths)
+    rows = pl.concat([b.rows.select(BAR_FIELDS).hstack(b.provenance(b.rows)) for b in batches])
+    assert rows.equals(whole.rows)
+    unreadable = pl.concat([b.unreadable for b in batches]).sort("rank", "key")
+    assert unreadable.select(whole.unreadable.columns).equals(whole.unreadable)
+    assert whole.unreadable["reason"].to_list() == [
+        "header is 'nonsense', expected 'symbol,date,open,high,low,close,volume'; file not read",
+        "file is empty",
+        "expected 7 fields, found 1",
+        "file name is not a day (YYYY-MM-DD.csv); file not read",
+    ]
+
+
+def test_files_that_may_share_a_bar_are_one_batch(tmp_path: Path) -> None:
+    """A per-symbol file and a day file, or two per-symbol files of one symbol, may hold the same
+    (symbol, date): duplicates are found across them only if they are read together."""
+    day = DAY + "AAPL,2024-01-02,1,2,0.5,1.5,1\n"
+    mixed = drop(
+        tmp_path / "mixed",
+        {"prices/stocks/days/2024-01-02.csv": day, "prices/stocks/AAPL.csv": HEADER},
+    )
+    twins = drop(
+        tmp_path / "twins",
+        {"prices/stocks/AAPL.csv": HEADER, "prices/stocks/aapl.csv": HEADER},
+    )
+    apart = drop(
+        tmp_path / "apart",
+        {"prices/stocks/AAPL.csv": HEADER, "prices/stocks/MSFT.csv": HEADER},
+    )
+    for source, batches in ((mixed, 1), (twins, 1), (apart, 2)):
+        paths = [f.path for f in source.listing("stocks")]
+        assert len(list(source.bar_batches("stocks", paths, batch_bytes=1))) == batches
 
 
 # --- listing and reading what changed ---------------------------------------------------------

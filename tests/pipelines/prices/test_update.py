@@ -13,7 +13,9 @@ from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS
 from pipelines.catalog.state import PRICE_STATE
 from pipelines.incremental.tables import scan
 from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
+from pipelines.prices.sources.file_drop import FileDropSource
 from pipelines.prices.update import MarketPrices, Request, update_market
+from pipelines.prices.validate import validate_bars
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
 
@@ -212,3 +214,98 @@ def test_rejects_are_kept_once_each_across_runs(warehouse: Warehouse) -> None:
         run(warehouse, source, ["BTC"], day(n), run_id)
     rejects = warehouse.read(PRICE_REJECTS)
     assert rejects["record"].to_list() == ["junk"]
+
+
+# --- the file drop: read, validated and stored a batch of files at a time ------------------------
+
+DAY_HEADER = "symbol,date,open,high,low,close,volume\n"
+
+
+def file_drop(root: Path, layout: str) -> FileDropSource:
+    """Day files of five symbols with defects (bad lines, a duplicate, another day's line, quotes,
+    bad bytes, a broken file); `mixed` adds a per-symbol file and a Parquet file that repeat bars
+    of the day files."""
+    days = root / "prices/crypto/days"
+    days.mkdir(parents=True)
+    for n in range(12):
+        stamp = day(n).isoformat()
+        lines = [
+            f"{s},{stamp},{n + 1},{n + 3},{n + 0.5},{n + 2},{k}" for k, s in enumerate(SYMBOLS)
+        ]
+        if n == 2:
+            lines.insert(1, lines[0])  # a duplicate: the second is rejected
+        if n == 3:
+            lines.insert(2, "ETH,2025-12-01,1,2,0.5,1.5,1,9")
+        if n == 4:
+            lines.insert(0, f"BTC,{day(5).isoformat()},1,2,0.5,1.5,1")  # another day's line
+        if n == 5:
+            lines[1] = f'"BTC", {stamp} ,1,2,0.5,1.5,'  # quoted and padded: read line by line
+        if n == 6:
+            lines.append(f"DOGE,{stamp},1,2,0.5,1.5,1")  # not an instrument
+        if n == 7:
+            lines[2] = f"SOL,{stamp},1,0.5,0.5,1.5,1"  # high below close
+        body = (DAY_HEADER + "\n".join(lines) + "\n").encode()
+        if n == 8:
+            body = body.replace(b"ADA", b"AD\xff")
+        (days / f"{stamp}.csv").write_bytes(body)
+    (days / f"{day(12).isoformat()}.csv").write_text("not a header\n")
+    if layout == "mixed":
+        (root / "prices/crypto/BTC.csv").write_text(
+            f"date,open,high,low,close,volume\n{day(1).isoformat()},7,8,6,7,1\n"
+        )
+        pl.DataFrame(
+            {"symbol": ["ETH"], "date": [day(4)], "open": [1.0], "high": [9.0], "low": [0.5]}
+            | {"close": [1.0], "volume": [1.0]}
+        ).write_parquet(root / "prices/crypto/late.parquet")
+    return FileDropSource(root)
+
+
+SYMBOLS = ["ADA", "BTC", "ETH", "SOL", "XRP"]
+
+
+@pytest.mark.parametrize("layout", ["days", "mixed"])
+def test_a_file_drop_read_in_batches_stores_what_one_reading_validates(
+    tmp_path: Path, layout: str
+) -> None:
+    """One file per batch and every batch spilled to disk: the stored bars, rejects and state are
+    those of validating every file at once."""
+    source = file_drop(tmp_path / "drop", layout)
+    raw = source.read_bars("crypto", [f.path for f in source.listing("crypto")])
+    clean, rejects = validate_bars(raw, "crypto", SYMBOLS, source.name)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    tx = RunTransaction(warehouse, "r1", "prices")
+    request = Request("crypto", SYMBOLS, day(10), full=True, shard_symbols=2)
+    result = update_market(tx, source, request, batch_bytes=1, held_bytes=0)
+    RunTransaction(warehouse, "r1", "publish").commit()
+    stored = warehouse.read(DAILY_PRICES).sort("symbol", "date")
+    assert stored.equals(clean.filter(pl.col("date") <= day(10)))
+    assert result.bars().sort("symbol", "date").equals(stored)
+    assert warehouse.read(PRICE_REJECTS).equals(rejects)
+    assert result.rejects.equals(rejects)
+    state = warehouse.read(PRICE_STATE).sort("symbol")
+    assert (
+        state.select("symbol", "bars").rows()
+        == stored.group_by("symbol").len().sort("symbol").rows()
+    )
+    reasons = set(rejects["reason"])
+    assert any(r.startswith("duplicate (symbol, date): kept the row at ") for r in reasons)
+    assert f"date {day(5)} is not the file's day {day(4)}" in reasons
+    if layout == "mixed":  # the later of two files holding a bar is rejected, naming the first
+        btc = tmp_path / "drop/prices/crypto/BTC.csv"
+        eth = tmp_path / f"drop/prices/crypto/days/{day(4)}.csv"
+        assert f"duplicate (symbol, date): kept the row at {btc} line 2" in reasons
+        assert f"duplicate (symbol, date): kept the row at {eth} line 5" in reasons
+
+
+def test_a_new_day_file_is_the_only_file_read_and_appends_a_day(tmp_path: Path) -> None:
+    source = file_drop(tmp_path / "drop", "days")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    for n, run_id in ((10, "r1"), (11, "r2")):
+        tx = RunTransaction(warehouse, run_id, "prices")
+        result = update_market(tx, source, Request("crypto", SYMBOLS, day(n)))
+        RunTransaction(warehouse, run_id, "publish").commit()
+    assert result.fetched == {"new or changed files": "1 of 13 files"}
+    assert sorted(result.appended) == SYMBOLS
+    assert result.bars()["date"].unique().to_list() == [day(11)]
+    stored = warehouse.read(DAILY_PRICES)
+    assert stored.filter(pl.col("date") == day(11)).height == len(SYMBOLS)

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS
-from pipelines.prices.sources.base import RAW_BARS_SCHEMA, RawBars
-from pipelines.prices.validate import validate_bars
+from pipelines.prices.sources.base import BAR_FIELDS, PROVENANCE, RAW_BARS_SCHEMA, RawBars
+from pipelines.prices.validate import KEY, NUMBERS, _typed, check_bars, parse_bars, validate_bars
 
 GOOD = ("2024-01-02", "10", "12", "9", "11", "100")  # a Tuesday
 
@@ -136,3 +136,47 @@ def test_unreadable_records_from_the_connector_become_rejects() -> None:
     )
     _, rejects = validate(RawBars(raw(GOOD).rows, unreadable))
     assert rejects.select("location", "reason").row(0) == ("line 9", "garbage")
+
+
+TEXTS = ["10", " 10", "10 ", "\t1e1", "\u00a010", "", " ", "-1", "0", "NaN", " inf", "abc", None]
+DATES = ["2024-01-02", " 2024-01-02", "2024-01-02 ", "2024-1-2", "", "junk", None]
+
+
+def test_parsing_as_is_then_trimmed_equals_parsing_trimmed_text() -> None:
+    """Text that parses as it is skips trimming and upper-casing; the values are the same."""
+    rows = pl.DataFrame(
+        [
+            {"symbol": symbol, "date": day, **dict.fromkeys(NUMBERS, number)}
+            for symbol in ("AAPL", " aapl", "aapl", "MSFT", None)
+            for day in DATES
+            for number in TEXTS
+        ],
+        schema=dict.fromkeys(BAR_FIELDS, pl.String),
+    )
+    known = pl.Series(["AAPL", "IBM"])
+    fast = _typed(rows, known)
+    exact = parse_bars(rows).with_columns(pl.col("symbol").cast(pl.Enum(known), strict=False))
+    assert fast.equals(exact.select(BAR_FIELDS))
+
+
+def test_rejects_and_the_rows_they_name_are_the_only_rows_asked_where_they_come_from() -> None:
+    asked: list[list[str]] = []
+
+    def provenance(rows: pl.DataFrame) -> pl.DataFrame:
+        asked.append(rows["location"].to_list())
+        return rows.select(PROVENANCE)
+
+    bars = raw(GOOD, ("2024-01-03", *GOOD[1:]), ("2024-01-04", "-1", *GOOD[2:]), GOOD)
+    rows = bars.rows.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(KEY))
+    checked = check_bars(rows, "stocks", {"AAPL"}, provenance)
+    assert checked.clean.height == 2
+    assert sorted(asked) == [["line 2", "line 5"], ["line 4"], ["line 5"]]
+    assert checked.duplicates["reason"].item() == (
+        "duplicate (symbol, date): kept the row at s.csv line 2"
+    )
+
+
+def test_an_instrument_list_that_is_not_canonical_matches_canonical_symbols_only() -> None:
+    clean, rejects = validate_bars(raw(GOOD, symbol="aapl"), "stocks", {"aapl"}, "fd")
+    assert clean.is_empty()
+    assert rejects["reason"].item() == "unknown symbol AAPL (not in the stocks instrument list)"

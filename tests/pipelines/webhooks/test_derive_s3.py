@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 
 from pipelines.catalog import BRIEFS, CURRENT_ACTIONS, DAILY_PRICES, LocalStorage, S3Location
-from pipelines.prices.incremental import stored_partition
 from pipelines.settings import load_settings
 from pipelines.warehouse.object_store import ObjectWarehouse
 from pipelines.webhooks.config import WebhooksConfig
@@ -61,15 +60,6 @@ def test_events_are_derived_from_an_s3_warehouse(location: S3Location, outbox: O
     store.write(BRIEFS, "crypto", briefs(("a1", ["BTC"], "old news"), ("a2", ["BTC"], "new")))
     store.write(CURRENT_ACTIONS, "crypto", actions("Sell", D0 + timedelta(days=1)))
     assert derive_events(location, outbox, config, START + 60) == {"news": 1, "actions": 1}
-
-
-def test_the_incremental_price_fetch_reads_the_stored_s3_partition(location: S3Location) -> None:
-    assert stored_partition(location, DAILY_PRICES.name, "crypto") is None
-    ObjectWarehouse(location).write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0]))
-    stored = stored_partition(location, DAILY_PRICES.name, "crypto")
-    assert stored is not None
-    assert stored.equals(price_frame([1.0, 2.0]))
-    assert stored_partition(location, DAILY_PRICES.name, "forex") is None
 
 
 def test_mi_sql_queries_an_s3_warehouse(location: S3Location, tmp_path: Path) -> None:
