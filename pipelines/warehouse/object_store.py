@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import secrets
 import time
@@ -12,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import polars as pl
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pipelines.catalog import MANIFEST_NAME, Manifest, PartitionFile, Table
 from pipelines.catalog.manifest import PARTITION_SEPARATOR, manifest_from_json, manifest_to_json
@@ -25,6 +27,8 @@ from pipelines.warehouse.commits import (
 )
 from pipelines.warehouse.staging import staged_paths
 from pipelines.warehouse.store import DEFAULT_GC_GRACE, STAGING_DIR, STAGING_TTL, check_partition
+
+LOG = logging.getLogger(__name__)
 
 # S3 has no rename and no lock, but a PUT is atomic and (AWS since 2024, MinIO, moto) conditional:
 # `If-None-Match: *` creates only when absent, `If-Match: <etag>` replaces only the version read.
@@ -126,7 +130,8 @@ class ObjectWarehouse:
             manifest = apply_writes(snapshot.manifest, writes)
             retired, expired = self._retire(snapshot, manifest)
             if self._put_manifest(client, snapshot.etag, manifest, retired):
-                return ObjectPublished(manifest, True, self._delete(client, expired), attempt)
+                removed = self._delete(client, expired) + self._orphans_collected()
+                return ObjectPublished(manifest, True, removed, attempt)
             time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
         named = ", ".join(f"{w.table}/{w.market}" for w in writes)
         raise CommitConflictError(
@@ -150,6 +155,15 @@ class ObjectWarehouse:
         body = reply["Body"].read()
         retired = {str(k): float(v) for k, v in json.loads(body).get("retired", {}).items()}
         return Snapshot(manifest_from_json(body), reply["ETag"], retired)
+
+    def _orphans_collected(self) -> tuple[str, ...]:
+        """After a commit landed: what `collect_orphans` deleted (as on disk, every commit cleans
+        up after crashed runs); a failure to list or delete leaves them for the next commit."""
+        try:
+            return tuple(self.collect_orphans())
+        except (OSError, BotoCoreError, ClientError) as exc:
+            LOG.warning("orphan collection skipped: %s", exc)
+            return ()
 
     def collect_orphans(self, now: float | None = None) -> list[str]:
         """Delete objects neither a manifest nor a live run's staging names (crashed writers),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Protocol
 
@@ -41,10 +41,13 @@ class TableStore(Protocol):
     def drop_staging(self, run_id: str) -> None: ...
 
 
-def encode_record(run_id: str, step: str, writes: Sequence[TableWrite]) -> bytes:
+def encode_record(
+    run_id: str, step: str, writes: Sequence[TableWrite], pending: Iterable[str] = ()
+) -> bytes:
     body = {
         "run_id": run_id,
         "step": step,
+        "pending": sorted(pending),
         "writes": [
             {
                 "table": w.table,
@@ -72,8 +75,10 @@ def decode_record(body: bytes) -> list[TableWrite]:
 
 
 def staged_paths(body: bytes) -> set[str]:
-    """Every file a staging record names (the garbage collector keeps them while the run lives)."""
-    return {entry.path for write in decode_record(body) for entry in write.partitions.values()}
+    """Every file a staging record names, staged or written and not staged yet (the garbage
+    collector keeps them while the run lives)."""
+    staged = {entry.path for write in decode_record(body) for entry in write.partitions.values()}
+    return staged | set(json.loads(body).get("pending", []))
 
 
 class RunTransaction:
@@ -93,6 +98,7 @@ class RunTransaction:
         others = [body for body in store.staging_records(run_id) if _step_of(body) != step]
         self._staged = _by_key(w for body in others for w in decode_record(body))
         self._own: dict[tuple[str, str], TableWrite] = {}
+        self._pending: set[str] = set()
 
     def partitions(self, table: str, market: str) -> dict[str, PartitionFile]:
         """The files of one market's partition of `table` as this run sees it."""
@@ -105,8 +111,15 @@ class RunTransaction:
         return (table, market) in self._own or (table, market) in self._staged
 
     def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile:
-        """A new immutable file, not yet named by anything (stage it to keep it)."""
-        return self.store.write_file(table, partition, frame)
+        """A new immutable file, named by no table until staged (stage it to keep it).
+
+        It is recorded in the step's staging record at once, so that however long the step runs
+        before staging it, another run's garbage collection keeps it while this run lives.
+        """
+        entry = self.store.write_file(table, partition, frame)
+        self._pending.add(entry.path)
+        self._record()
+        return entry
 
     def stage(self, table: str, market: str, partitions: Mapping[str, PartitionFile]) -> None:
         """Make `partitions` this run's complete set of files of `table` for `market`."""
@@ -118,7 +131,12 @@ class RunTransaction:
         self._own[(table, market)] = TableWrite(
             table, market, dict(partitions), fingerprint(committed)
         )
-        self.store.put_staging(self.run_id, self.step, encode_record(self.run_id, self.step, list(self._own.values())))  # fmt: skip
+        self._pending -= {entry.path for entry in partitions.values()}
+        self._record()
+
+    def _record(self) -> None:
+        body = encode_record(self.run_id, self.step, list(self._own.values()), self._pending)
+        self.store.put_staging(self.run_id, self.step, body)
 
     def commit(self) -> Publication:
         """Make every table staged by every step of the run current in one manifest commit."""

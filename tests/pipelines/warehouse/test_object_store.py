@@ -16,6 +16,7 @@ import dagster as dg
 import duckdb
 import pytest
 from moto.server import ThreadedMotoServer
+from pyarrow.fs import FileType
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
 from pipelines.partitions import DAILY_PARTITIONS
@@ -209,3 +210,16 @@ def test_orphan_collection_keeps_a_live_runs_staged_objects(location: S3Location
     later = time.time() + STAGING_TTL.total_seconds() + 60
     assert len(warehouse.collect_orphans(now=later)) == 1
     assert warehouse.staging_records("live") == []
+
+
+def test_a_commit_on_s3_collects_what_crashed_runs_left(location: S3Location) -> None:
+    warehouse = ObjectWarehouse(location, gc_grace=timedelta(0))
+    crashed = RunTransaction(warehouse, "crashed", "s")
+    left = crashed.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "ZZZ"))
+    warehouse.drop_staging("crashed")  # its record is gone (expired): nothing protects the file
+    tx = RunTransaction(warehouse, "next", "s")
+    _stage(tx, "crypto", "AAA")
+    RunTransaction(warehouse, "next", "publish").commit()
+    info = location.filesystem().get_file_info(location.arrow_path(left.path))
+    assert info.type == FileType.NotFound
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["AAA"]

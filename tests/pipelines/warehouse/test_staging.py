@@ -175,6 +175,34 @@ def test_the_garbage_collector_keeps_what_a_live_run_staged(tmp_path: Path) -> N
     assert warehouse.read(INSTRUMENTS, ["crypto"])["symbol"].to_list() == ["BTC"]
 
 
+def test_a_file_written_and_not_yet_staged_survives_another_runs_collection(
+    tmp_path: Path,
+) -> None:
+    """A step may compute for longer than the grace between writing a shard's file and staging
+    the market: the file is in its staging record from the moment it is written."""
+    warehouse = Warehouse(tmp_path / "warehouse", gc_grace=timedelta(0))
+    tx = RunTransaction(warehouse, "slow-step", "step")
+    entry = tx.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))  # collects garbage
+    assert (warehouse.root / entry.path).exists()
+    tx.stage(INSTRUMENTS.name, "crypto", {"crypto": entry})
+    RunTransaction(warehouse, "slow-step", "publish").commit()
+    assert warehouse.read(INSTRUMENTS, ["crypto"])["symbol"].to_list() == ["BTC"]
+
+
+def test_a_file_a_step_wrote_and_never_staged_is_collected_once_the_run_is_over(
+    tmp_path: Path,
+) -> None:
+    warehouse = Warehouse(tmp_path / "warehouse", gc_grace=timedelta(0))
+    tx = RunTransaction(warehouse, "run", "step")
+    unused = tx.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "OLD"))
+    stage_instruments(tx, "crypto", "BTC")
+    RunTransaction(warehouse, "run", "publish").commit()
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))  # the next commit
+    assert not (warehouse.root / unused.path).exists()
+    assert warehouse.read(INSTRUMENTS, ["crypto"])["symbol"].to_list() == ["BTC"]
+
+
 def test_a_dead_runs_staging_and_files_are_collected(tmp_path: Path) -> None:
     warehouse = Warehouse(tmp_path / "warehouse", gc_grace=timedelta(0))
     tx = RunTransaction(warehouse, "dead-run", "step")
