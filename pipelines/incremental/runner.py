@@ -81,6 +81,9 @@ class Domain:
     update: Update
     checks: Mapping[tuple[str, str], Check] = field(default_factory=dict)
     """(asset, check name) -> the property, run on every shard's computed rows."""
+    every_shard: bool = False
+    """Update every shard on every run, even one whose symbols are all unchanged (a domain with a
+    table derived from other domains' current tables as well as its own)."""
 
 
 @dataclass
@@ -123,7 +126,7 @@ def run_market(tx: RunTransaction, market: str, domain: Domain, full: bool = Fal
         modes = symbol_modes(price_state, state, version, full)
         for mode, count in modes.group_by("mode").len().iter_rows():
             result.counts[mode] += count
-        if modes.filter(pl.col("mode") != UNCHANGED).is_empty():
+        if not domain.every_shard and modes.filter(pl.col("mode") != UNCHANGED).is_empty():
             result.shards_kept += 1
             for name in out:
                 out[name] |= own[name]

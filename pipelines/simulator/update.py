@@ -8,6 +8,7 @@ depend on the whole history through the recursive indicators, are carried from s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +41,11 @@ from pipelines.simulator.engine import Costs
 from pipelines.simulator.strategies import STRATEGIES
 
 TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE)
+SIMULATED = (catalog.BACKTEST_TRADES, catalog.BACKTEST_SUMMARIES, catalog.CURRENT_ACTIONS)
+"""Tables of a symbol's backtests: rewritten only for the symbols a run recomputes."""
+SCORED = (catalog.SCORECARDS, catalog.RECOMMENDATIONS)
+"""Tables that also read other domains' current tables (names, running trends): rewritten for
+every symbol on every run."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +56,13 @@ class SimulatorConfig:
     strategies: tuple[str, ...] = STRATEGIES
 
 
+VERSION = code_version(recursive, signals, strategies, engine, backtests, trades, metrics, scoring)
+"""The code the signals and backtests are computed with: a change recomputes every symbol.
+Hashed when the code is imported: the source that runs, even if its files are edited later."""
+
+
 def version() -> str:
-    """The code the signals and backtests are computed with: a change recomputes every symbol."""
-    return code_version(recursive, signals, strategies, engine, backtests, trades, metrics, scoring)
+    return VERSION
 
 
 def simulator_domain(config: SimulatorConfig) -> Domain:
@@ -66,6 +76,7 @@ def simulator_domain(config: SimulatorConfig) -> Domain:
         version=version,
         update=update,
         checks={key: check for key, (_, check) in checks.CHECKS.items()},
+        every_shard=True,
     )
 
 
@@ -117,11 +128,50 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
     tables = _backtests(work, processed, bars, files[STRATEGY_SIGNALS.name], config)
     tables[SIGNAL_STATE.name] = _conformed(state_rows, SIGNAL_STATE, work.shard.market)
     replaced = [*processed, *removed]
-    for table in (*catalog.TABLES, SIGNAL_STATE):
-        files[table.name] = rewrite_snapshot(
-            work.tx, table, work.shard, work.stored[table.name], tables[table.name], replaced
+    for table in (*SIMULATED, SIGNAL_STATE):
+        files[table.name] = (
+            rewrite_snapshot(
+                work.tx, table, work.shard, work.stored[table.name], tables[table.name], replaced
+            )
+            if replaced
+            else dict(work.stored[table.name])
         )
-    return ShardResult(files, {t.name: tables[t.name] for t in catalog.TABLES})
+    scored = _scored(work, files)
+    for table in SCORED:
+        files[table.name] = rewrite_snapshot(work.tx, table, work.shard, {}, scored[table.name], [])
+    return ShardResult(files, {**{t.name: tables[t.name] for t in SIMULATED}, **scored})
+
+
+def _scored(work: ShardWork, files: Mapping[str, Files]) -> dict[str, pl.DataFrame]:
+    """Scorecards and recommendations of every symbol of the shard, from its backtests as they now
+    stand and the instruments and running trends of this run: a symbol whose backtests did not
+    change still shows its current name and trend."""
+    storage, market = work.tx.store.storage, work.shard.market
+    summaries = scan(
+        storage, files[catalog.BACKTEST_SUMMARIES.name].values(), catalog.BACKTEST_SUMMARIES
+    )
+    actions = scan(storage, files[catalog.CURRENT_ACTIONS.name].values(), catalog.CURRENT_ACTIONS)
+    listed = pl.col("symbol").is_in(work.prices["symbol"].implode())
+    instruments = scan(storage, work.tx.partitions(INSTRUMENTS.name, market).values(), INSTRUMENTS)
+    running = scan(
+        storage, work.tx.partitions(TREND_SEGMENTS.name, market).values(), TREND_SEGMENTS
+    ).filter(pl.col("is_running"))
+    # A strategy is in a position at the last bar exactly when it bought there or holds.
+    in_trade = pl.col("action").is_in(["Buy", "Hold"]).alias("in_trade")
+    cards = scoring.scorecards(
+        summaries.collect(),
+        actions.drop("market").with_columns(in_trade).collect(),
+        instruments.filter(listed).collect(),
+        running.filter(listed).collect(),
+    )
+    frames = {
+        catalog.SCORECARDS.name: cards,
+        catalog.RECOMMENDATIONS.name: scoring.recommendations(cards),
+    }
+    return {
+        t.name: t.conform(frames[t.name].with_columns(market=pl.lit(market, pl.String)))
+        for t in SCORED
+    }
 
 
 def _backtests(
@@ -131,43 +181,21 @@ def _backtests(
     signal_files: Files,
     config: SimulatorConfig,
 ) -> dict[str, pl.DataFrame]:
-    """The five tables of `symbols`: every window replayed from their bars and stored signals."""
+    """Trades, summaries and current actions of `symbols`: every window replayed from their bars
+    and stored signals."""
     if not symbols:
-        return {t.name: t.empty() for t in catalog.TABLES}
+        return {t.name: t.empty() for t in SIMULATED}
     stored = read_symbols(work.tx.store.storage, STRATEGY_SIGNALS, signal_files, symbols)
     sim = backtests.simulate_with_signals(bars, stored, config.costs, config.strategies)
     market = work.shard.market
-    wanted = pl.col("symbol").is_in(pl.Series(symbols, dtype=pl.String).implode())
-    instruments = (
-        scan(
-            work.tx.store.storage,
-            work.tx.partitions(INSTRUMENTS.name, market).values(),
-            INSTRUMENTS,
-        )
-        .filter(wanted)
-        .collect()
-    )
-    running = (
-        scan(
-            work.tx.store.storage,
-            work.tx.partitions(TREND_SEGMENTS.name, market).values(),
-            TREND_SEGMENTS,
-        )
-        .filter(wanted & pl.col("is_running"))
-        .collect()
-    )
-    actions = scoring.current_actions(sim)
-    cards = scoring.scorecards(sim.summaries, actions, instruments, running)
     frames = {
         catalog.BACKTEST_TRADES.name: sim.trades,
         catalog.BACKTEST_SUMMARIES.name: sim.summaries,
-        catalog.CURRENT_ACTIONS.name: actions,
-        catalog.SCORECARDS.name: cards,
-        catalog.RECOMMENDATIONS.name: scoring.recommendations(cards),
+        catalog.CURRENT_ACTIONS.name: scoring.current_actions(sim),
     }
     return {
         t.name: t.conform(frames[t.name].with_columns(market=pl.lit(market, pl.String)))
-        for t in catalog.TABLES
+        for t in SIMULATED
     }
 
 

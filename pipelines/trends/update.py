@@ -15,10 +15,13 @@ from pipelines.incremental.runner import Check, Domain, ShardResult, ShardWork
 from pipelines.incremental.tables import EVERYTHING, rewrite_snapshot, upsert_series
 from pipelines.trends import checks, frames, incremental, method
 
+VERSION = code_version(method, frames, incremental)
+"""The code the trend tables are computed with: a change recomputes every symbol once.
+Hashed when the code is imported: the source that runs, even if its files are edited later."""
+
 
 def version() -> str:
-    """The code the trend tables are computed with: a change recomputes every symbol once."""
-    return code_version(method, frames, incremental)
+    return VERSION
 
 
 def update_shard(work: ShardWork) -> ShardResult:

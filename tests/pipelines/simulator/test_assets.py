@@ -122,3 +122,22 @@ def test_a_market_without_stored_trends_gets_null_trends(tmp_path: Path) -> None
     materialize_daily(warehouse, [build_trade_simulator(SimulatorConfig())], LAST, ["forex"])
     cards = warehouse.read(SCORECARDS, ["forex"])
     assert cards.select("trend", "trend_duration").unique().rows() == [(None, None)]
+
+
+def test_scorecards_follow_a_renamed_instrument_and_a_new_trend_without_new_bars(
+    tmp_path: Path,
+) -> None:
+    """Scorecards read other domains' current tables: a run with no new bar still shows the
+    instruments' names and the running trends as they now are, and backtests stay untouched."""
+    warehouse = stored_market(tmp_path, "crypto", trends=True)
+    simulator = [build_trade_simulator(SimulatorConfig())]
+    materialize_daily(warehouse, simulator, LAST, ["crypto"])
+    trades = warehouse.manifest().files("backtest_trades")  # type: ignore[union-attr]
+    warehouse.write(INSTRUMENTS, "crypto", instruments("crypto").with_columns(name=pl.lit("New")))
+    segments = trend_segments("crypto").with_columns(trend=pl.lit("down"))
+    warehouse.write(TREND_SEGMENTS, "crypto", segments)
+    materialize_daily(warehouse, simulator, LAST, ["crypto"])
+    cards = warehouse.read(SCORECARDS, ["crypto"]).sort("symbol", "strategy")
+    assert set(cards["name"]) == {"New"}
+    assert cards.row(0, named=True)["trend"] == "down"
+    assert warehouse.manifest().files("backtest_trades") == trades  # type: ignore[union-attr]
