@@ -36,12 +36,13 @@ class PartitionFile:
 
 @dataclass(frozen=True)
 class Manifest:
-    """The current file of every table partition, and a version that changes with any of them."""
+    """The current files of every table partition, and a version that changes with each commit."""
 
     version: int
     updated_at: str
     tables: dict[str, dict[str, PartitionFile]]
-    """table name -> market -> file."""
+    """table name -> partition key (`market`, `market/s{k}of{n}` or `market/s{k}of{n}/segment`)
+    -> file."""
 
     def files(self, table: str) -> list[str]:
         return [f.path for _, f in sorted(self.tables.get(table, {}).items())]

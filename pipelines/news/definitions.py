@@ -10,9 +10,9 @@ from pipelines.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    """raw_news + news_rejects with resources `news_source` and `news_policy`; no `io_manager`.
+    """raw_news + news_rejects with resources `news_source` and `news_policy`.
 
-    The storing IO manager is the warehouse's and is supplied where the domains are merged.
+    The `warehouse` and `run_options` resources are supplied where the domains are merged.
     """
     config = load_news_config(settings)
     return dg.Definitions(

@@ -93,7 +93,8 @@ def _result(
 def brief_check_results(
     briefs: pl.DataFrame, instruments: pl.DataFrame
 ) -> Iterator[dg.AssetCheckResult]:
-    """The checks of the briefs a refresh wrote (ids also against the briefs kept before)."""
+    """The checks of the briefs a refresh wrote (only articles whose id is not stored yet are
+    enriched, so ids unique among them stay unique in the table)."""
     error = dg.AssetCheckSeverity.ERROR
     yield _result(BRIEFS_KEY, "sentiment_finite", checks.non_finite_sentiment(briefs), error)
     yield _result(BRIEFS_KEY, "sentiment_in_range", checks.sentiment_out_of_range(briefs), error)

@@ -25,7 +25,7 @@ def build_defs(settings: PipelineSettings, env: Mapping[str, str] | None = None)
     `MI_LLM_BASE_URL` and `MI_LLM_MODEL` are set (read here, when the definitions load, never at
     import); then both use that endpoint and fall back to the offline ones.
     """
-    del settings  # the newsroom reads only the warehouse, through the IO manager
+    del settings  # the newsroom reads only the warehouse, through the run's transaction
     llm = load_llm_settings(os.environ if env is None else env)
     return dg.Definitions(
         assets=[build_briefs_asset(), build_sentiment_assets(), build_analyses_assets()],
