@@ -85,7 +85,9 @@ TREND_SEGMENTS = Table(
         Column("signal_strength", pl.Float64(), "mean signal over the segment's bars; raw, signed"),
         Column("trend_duration_days", pl.Int64(), "calendar days from start bar to end bar"),
         Column("bars", pl.Int64(), "bars in the segment, both end bars included"),
-        Column("last_updated", pl.Int64(), "when the run that last updated the symbol's trends ran, ms"),
+        Column(
+            "last_updated", pl.Int64(), "when the run that last updated the symbol's trends ran, ms"
+        ),
     ),
     key=("market", "symbol", "segment"),
 )
