@@ -25,6 +25,12 @@ NEWS_MAX_AGE = timedelta(minutes=30)
 """News tables refreshed no longer ago than this (two cadences)."""
 
 
+RUN_TAG = "mi/job"
+"""Every run of the two jobs carries it: the instance's queue runs at most one run per job at a
+time (`tag_concurrency_limits` in dagster.yaml), so a backfill and the schedule's run of the same
+job never race to commit the same tables."""
+
+
 def executor_def(name: str) -> dg.ExecutorDefinition:
     """The executor `MI_EXECUTOR` names. In-process by default: on 2 cores a process per step
     costs more than the steps, and a step already spreads its shards over both cores. Celery and
@@ -76,12 +82,14 @@ def build_defs(
         selection=dg.AssetSelection.assets(*daily, DAILY_PUBLISH) - watched,
         executor_def=executor,
         description="Bring every table of the daily layer to a day, from carried state.",
+        run_tags={RUN_TAG: DAILY_JOB},
     )
     news_job = dg.define_asset_job(
         NEWS_JOB,
         selection=dg.AssetSelection.assets(*news, NEWS_PUBLISH) - watched,
         executor_def=executor,
         description="Read the feeds' new articles, enrich them, recount the days they touch.",
+        run_tags={RUN_TAG: NEWS_JOB},
     )
     return dg.Definitions(
         jobs=[daily_job, news_job],

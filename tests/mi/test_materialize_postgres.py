@@ -19,6 +19,7 @@ from dagster._core.instance.ref import InstanceRef
 from mi.cli import main
 from mi.commands.pipeline import REPO_ROOT, open_instance
 from pipelines.catalog import read_manifest
+from pipelines.schedules import RUN_TAG
 from pipelines.settings import load_settings
 
 TOY = "tests.mi.toy_definitions"
@@ -91,6 +92,7 @@ def test_the_shipped_postgres_instance_config_loads(
         assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
         assert instance.get_runs() == []
+        assert one_run_per_job(instance)
 
 
 @pytest.mark.parametrize("name", ["dagster-k8s.yaml", "dagster-celery.yaml"])
@@ -99,3 +101,22 @@ def test_the_shipped_executor_configs_are_valid_yaml(name: str) -> None:
     config = yaml.safe_load((REPO_ROOT / "deploy" / "dagster" / name).read_text())
     assert "postgres" in config["storage"]
     assert config["run_launcher"]["module"] in ("dagster_k8s", "dagster.core.launcher")
+
+
+def one_run_per_job(instance: dg.DagsterInstance) -> bool:
+    """The instance's queue admits one run per value of the jobs' tag at a time."""
+    limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits  # type: ignore[union-attr]
+    return {"key": RUN_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+
+
+def test_the_development_instance_queues_one_run_per_job(tmp_path: Path) -> None:
+    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(REPO_ROOT))
+    with dg.DagsterInstance.from_ref(ref) as instance:
+        assert one_run_per_job(instance)
+
+
+@pytest.mark.parametrize("name", ["dagster-k8s.yaml", "dagster-celery.yaml"])
+def test_the_shipped_executor_configs_queue_one_run_per_job(name: str) -> None:
+    config = yaml.safe_load((REPO_ROOT / "deploy" / "dagster" / name).read_text())
+    limits = config["concurrency"]["runs"]["tag_concurrency_limits"]
+    assert {"key": RUN_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits

@@ -14,7 +14,7 @@ import pytest
 from pipelines import definitions
 from pipelines.catalog import TABLES
 from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH
+from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH, RUN_TAG
 from pipelines.settings import load_settings
 from pipelines.warehouse.resource import WarehouseResource
 
@@ -178,3 +178,10 @@ def test_the_dagster_cli_finds_the_lazy_definitions(tmp_path: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert "All code locations passed validation" in completed.stdout + completed.stderr
+
+
+def test_every_run_of_the_two_jobs_carries_the_job_tag_the_queue_limits(
+    defs: dg.Definitions,
+) -> None:
+    for job in (DAILY_JOB, NEWS_JOB):
+        assert (defs.resolve_job_def(job).run_tags or {})[RUN_TAG] == job
