@@ -106,7 +106,7 @@ def test_each_job_runs_its_assets_and_ends_with_its_publish_step(defs: dg.Defini
 def test_the_warehouse_resource_writes_under_the_settings_data_dir(
     defs: dg.Definitions, tmp_path: Path
 ) -> None:
-    warehouse = defs.resources["warehouse"]
+    warehouse = (defs.resources or {})["warehouse"]
     assert isinstance(warehouse, WarehouseResource)
     assert Path(warehouse.warehouse_dir) == tmp_path / "warehouse"
     assert Path(str(warehouse.duckdb_path)) == tmp_path / "warehouse.duckdb"
