@@ -35,7 +35,7 @@ run: install ## materialize the embedded market, create a demo key, serve on htt
 	  echo "Try: curl -i -H 'Authorization: Bearer $$key' http://$(HOST):$(PORT)/api/v2/crypto/instruments/list-symbols"
 	$(BIN)/mi serve --host $(HOST) --port $(PORT)
 
-materialize: install ## materialize every asset of every market into data/
+materialize: install ## bring every table of every market in data/ up to today (incremental)
 	$(BIN)/mi materialize
 
 serve: install ## serve the API on http://$(HOST):$(PORT)
