@@ -1,36 +1,28 @@
-"""Every indicator on each symbol's latest bar for EVERY period 2..365 at once: (symbols x periods).
-
-Windowed members come from sums and running extremes over the bars counted back from each
-symbol's last bar (one cumulative pass serves every window length). Recursive members (EMA, RSI,
-ATR, ADX, MACD, OBV) are `recursive.advance` from an empty state over the whole history, then
-`recursive.latest`. See docs/indicators.md ("Every period at once").
-"""
+"""Every indicator on each symbol's latest bar for EVERY period 2..365 at once: (symbols x periods)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numba
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
 from pipelines.indicators import recursive
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
-from pipelines.indicators.kernels import Panel
 from pipelines.indicators.panel import (
     BBANDS_DEVIATIONS,
     PERIOD_MAX,
     PERIOD_MIN,
     STOCH_SMOOTHING,
     Panels,
-    to_panels,
 )
 
 Grid = NDArray[np.float64]
 """(symbols, periods) float64: column i is period PERIOD_MIN + i; NaN = no value."""
-
-_STOCH_OFFSETS = 5
-"""Bars back from the last one whose fast %K the slow %K and %D of the last bar need."""
 
 
 def fib_column(name: str) -> str:
@@ -61,106 +53,264 @@ FLAT_MEMBERS: tuple[str, ...] = (
 )
 """The flat indicator columns of `indicator_snapshots`, in table order."""
 
+WINDOWED: tuple[str, ...] = (
+    "sma",
+    "roc",
+    "vwap",
+    "bb_upper",
+    "bb_middle",
+    "bb_lower",
+    "stoch_k",
+    "stoch_d",
+    "fib_high",
+    "fib_low",
+    *(fib_column(name) for name in FIBONACCI_RATIOS),
+)
+"""The members `windowed` computes (the others are the recursive state's, `recursive.latest`)."""
 
-def _from_last(x: Panel, lengths: NDArray[np.int64], depth: int) -> NDArray[np.float64]:
-    """(depth, symbols): row k holds each symbol's value k bars before its last (NaN before its first)."""
-    index = (lengths - 1)[None, :] - np.arange(depth)[:, None]
-    columns = np.broadcast_to(np.arange(x.shape[1]), index.shape)
-    return np.where(index >= 0, x[np.maximum(index, 0), columns], np.nan)
+# Where each member goes on the first axis of the kernels' output (FLAT_MEMBERS order); the
+# Fibonacci levels follow each other from _LEVELS in FIBONACCI_RATIOS order.
+_SMA = FLAT_MEMBERS.index("sma")
+_ROC = FLAT_MEMBERS.index("roc")
+_VWAP = FLAT_MEMBERS.index("vwap")
+_UPPER = FLAT_MEMBERS.index("bb_upper")
+_MIDDLE = FLAT_MEMBERS.index("bb_middle")
+_LOWER = FLAT_MEMBERS.index("bb_lower")
+_K = FLAT_MEMBERS.index("stoch_k")
+_D = FLAT_MEMBERS.index("stoch_d")
+_HIGH = FLAT_MEMBERS.index("fib_high")
+_LOW = FLAT_MEMBERS.index("fib_low")
+_LEVELS = FLAT_MEMBERS.index(fib_column(next(iter(FIBONACCI_RATIOS))))
+_RATIOS = np.array(list(FIBONACCI_RATIOS.values()), dtype=np.float64)
 
 
-def _windows(back: NDArray[np.float64], count: int) -> Grid:
-    """Sum of the last n values for n = PERIOD_MIN..: suffix sums, as (symbols, periods)."""
-    sums = np.cumsum(back, axis=0)
-    return sums[PERIOD_MIN - 1 : PERIOD_MIN - 1 + count].T.copy()
+@dataclass(frozen=True)
+class Bars:
+    """Daily bars of many symbols as flat float64 columns, one symbol after the other."""
+
+    close: NDArray[np.float64]
+    high: NDArray[np.float64]
+    low: NDArray[np.float64]
+    volume: NDArray[np.float64]
+    offsets: NDArray[np.int64]
+    """(symbols + 1,): symbol s's bars are rows offsets[s]..offsets[s+1], oldest first."""
+
+    @property
+    def symbols(self) -> int:
+        return len(self.offsets) - 1
 
 
-def _extremes(back: NDArray[np.float64], count: int, op: np.ufunc) -> Grid:
-    return op.accumulate(back, axis=0)[PERIOD_MIN - 1 : PERIOD_MIN - 1 + count].T.copy()
+def flat_bars(bars: pl.DataFrame, by: Sequence[str] = ("symbol",)) -> tuple[Bars, pl.DataFrame]:
+    """The bars (sorted by `by`, then date) as `Bars`, and the row of each symbol's last bar."""
+    keys = list(by)
+    changed = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in keys)
+    starts = np.flatnonzero(bars.select(changed).to_series().to_numpy())
+    offsets = np.append(starts, bars.height).astype(np.int64)
+    if not bars.select(keys)[starts].is_unique().all():
+        raise ValueError("bars must be sorted by symbol (each symbol's bars contiguous)")
+
+    def column(name: str) -> NDArray[np.float64]:
+        return np.ascontiguousarray(bars[name].cast(pl.Float64).to_numpy(), dtype=np.float64)
+
+    flat = Bars(column("close"), column("high"), column("low"), column("volume"), offsets)
+    return flat, bars[offsets[1:] - 1]
 
 
-def _stoch(p: Panels, count: int) -> tuple[Grid, Grid]:
-    """Slow %K and %D (SMA 3/3) of the last bar from fast %K on the last five bars."""
-    depth = PERIOD_MAX + _STOCH_OFFSETS
-    high = _from_last(p.high, p.lengths, depth)
-    low = _from_last(p.low, p.lengths, depth)
-    close = _from_last(p.close, p.lengths, depth)
-    fast: list[Grid] = []
-    for offset in range(_STOCH_OFFSETS):
-        highest = _extremes(high[offset:], count, np.maximum)
-        lowest = _extremes(low[offset:], count, np.minimum)
-        span = highest - lowest
-        flat = np.abs(span) <= 1e-14 * (np.abs(highest) + np.abs(lowest))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            k = (close[offset][:, None] - lowest) / (span / 100.0)
-        k[flat] = 0.0
-        fast.append(k)
+def panel_bars(p: Panels) -> Bars:
+    """The panels' bars as `Bars` (symbols in panel column order)."""
+    offsets = np.concatenate([[0], np.cumsum(p.lengths)]).astype(np.int64)
+    close, high, low, volume = (
+        np.ascontiguousarray(p.to_long(x), dtype=np.float64)
+        for x in (p.close, p.high, p.low, p.volume)
+    )
+    return Bars(close, high, low, volume, offsets)
+
+
+@numba.njit(cache=True, inline="always")
+def _max(a: float, b: float) -> float:
+    """np.maximum on scalars: NaN if either is NaN, the second of two equal values (-0.0, 0.0)."""
+    return a if a > b or a != a else b
+
+
+@numba.njit(cache=True, inline="always")
+def _min(a: float, b: float) -> float:
+    """np.minimum on scalars, as `_max`."""
+    return a if a < b or a != a else b
+
+
+@numba.njit(cache=True, inline="always")
+def _finite(x: float) -> float:
+    """NaN for infinity: the output never holds a non-finite number."""
+    return x if math.isfinite(x) else np.nan
+
+
+@numba.njit(cache=True, inline="always")
+def _back(x: NDArray[np.float64], first: int, last: int, k: int) -> float:
+    """The value k bars before the symbol's last (rows first..last), NaN before its first."""
+    return x[last - k] if last - k >= first else np.nan
+
+
+# The operations of the numpy passes this replaced (tests/pipelines/indicators/numpy_windowed.py),
+# in their order, so the same bits: sums accumulate from the last bar back (a window of n bars is
+# the sum after n of them), extremes compare the running value first, the stochastic's SMAs add
+# from the last bar back.
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _windowed_kernel(
+    close: NDArray[np.float64],
+    high: NDArray[np.float64],
+    low: NDArray[np.float64],
+    volume: NDArray[np.float64],
+    offsets: NDArray[np.int64],
+    ratios: NDArray[np.float64],
+    deviations: float,
+    slowk: int,
+    slowd: int,
+    out: NDArray[np.float64],
+) -> None:
+    count = out.shape[2]
+    depth = slowk + slowd - 1
+    for s in numba.prange(offsets.size - 1):
+        first, last = offsets[s], offsets[s + 1] - 1
+        c0 = _back(close, first, last, 0)
+        h0 = _back(high, first, last, 0)
+        l0 = _back(low, first, last, 0)
+        v0 = _back(volume, first, last, 0)
+        shifted = c0 - c0
+        closes, shifts, squares = c0, shifted, shifted * shifted
+        traded, weighted = v0, (h0 + l0 + c0) / 3.0 * v0
+        highest, lowest = h0, l0
+        for k in range(1, count + 1):
+            c = _back(close, first, last, k)
+            h = _back(high, first, last, k)
+            lo = _back(low, first, last, k)
+            v = _back(volume, first, last, k)
+            shifted = c - c0
+            closes += c
+            shifts += shifted
+            squares += shifted * shifted
+            traded += v
+            weighted += (h + lo + c) / 3.0 * v
+            highest = _max(highest, h)
+            lowest = _min(lowest, lo)
+            j = k - 1
+            n = float(k + 1)
+            middle = closes / n
+            mean = shifts / n
+            variance = squares / n - mean * mean
+            # Deviations from the last close: exact for a flat window.
+            deviation = deviations * math.sqrt(_max(variance, 0.0))
+            out[_SMA, s, j] = _finite(middle)
+            out[_MIDDLE, s, j] = _finite(middle)
+            out[_UPPER, s, j] = _finite(middle + deviation)
+            out[_LOWER, s, j] = _finite(middle - deviation)
+            base = _back(close, first, last, k + 1)
+            out[_ROC, s, j] = np.nan if base == 0.0 else _finite((c0 / base - 1.0) * 100.0)
+            out[_VWAP, s, j] = np.nan if traded == 0.0 else _finite(weighted / traded)
+            out[_HIGH, s, j] = _finite(highest)
+            out[_LOW, s, j] = _finite(lowest)
+            for r in range(ratios.size):
+                # Levels "0" and "100" are the extremes themselves.
+                ratio = ratios[r]
+                level = highest - ratio * (highest - lowest)
+                if ratio == 0.0:
+                    level = highest
+                elif ratio == 1.0:
+                    level = lowest
+                out[_LEVELS + r, s, j] = _finite(level)
+        # Stochastic: fast %K of the last `depth` bars (each from its own backward extremes),
+        # then slow %K = SMA(slowk) of fast %K and %D = SMA(slowd) of slow %K.
+        fast = np.empty((depth, count))
+        for o in range(depth):
+            c = _back(close, first, last, o)
+            highest = _back(high, first, last, o)
+            lowest = _back(low, first, last, o)
+            for k in range(1, count + 1):
+                highest = _max(highest, _back(high, first, last, o + k))
+                lowest = _min(lowest, _back(low, first, last, o + k))
+                span = highest - lowest
+                if abs(span) <= 1e-14 * (abs(highest) + abs(lowest)):
+                    fast[o, k - 1] = 0.0
+                else:
+                    fast[o, k - 1] = (c - lowest) / (span / 100.0)
+        for j in range(count):
+            d = 0.0
+            slow_first = 0.0
+            for o in range(slowd):
+                total = fast[o, j]
+                for i in range(1, slowk):
+                    total += fast[o + i, j]
+                slow = total / slowk
+                if o == 0:
+                    d = slow
+                    slow_first = slow
+                else:
+                    d += slow
+            d = d / slowd
+            out[_K, s, j] = np.nan if d != d else _finite(slow_first)
+            out[_D, s, j] = _finite(d)
+
+
+@numba.njit(cache=True)
+def _copy_finite(values: NDArray[np.float64], out: NDArray[np.float64]) -> None:
+    """out = values, with NaN for infinity."""
+    for s in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[s, j] = _finite(values[s, j])
+
+
+def _members(bars: Bars, count: int, state: recursive.RecursiveState | None) -> NDArray[np.float64]:
+    """(FLAT_MEMBERS, symbols, periods): every member of each symbol's last bar, NaN where none
+    (the recursive ones from `state`, left unset when None)."""
+    out = np.empty((len(FLAT_MEMBERS), bars.symbols, count))
     slowk, slowd = STOCH_SMOOTHING
-    slow = [np.sum(fast[o : o + slowk], axis=0) / slowk for o in range(slowd)]
-    d: Grid = np.sum(slow, axis=0) / slowd
-    return np.where(np.isnan(d), np.nan, slow[0]), d
-
-
-def windowed(p: Panels, count: int) -> dict[str, Grid]:
-    """SMA, Bollinger Bands, ROC, VWAP, Fibonacci and Stochastic of the last bar, every period."""
-    depth = PERIOD_MAX + 1
-    close = _from_last(p.close, p.lengths, depth)
-    periods = np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.float64)
-    middle = _windows(close, count) / periods
-    # Deviations from the last close: exact for a flat window, small cancellation otherwise.
-    shifted = close - close[0]
-    mean = _windows(shifted, count) / periods
-    variance = _windows(shifted * shifted, count) / periods - mean * mean
-    deviation = BBANDS_DEVIATIONS * np.sqrt(np.maximum(variance, 0.0))
-    base = close[PERIOD_MIN : PERIOD_MIN + count].T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        roc = (close[0][:, None] / base - 1.0) * 100.0
-    roc[base == 0.0] = np.nan
-    high = _from_last(p.high, p.lengths, depth)
-    low = _from_last(p.low, p.lengths, depth)
-    volume = _from_last(p.volume, p.lengths, depth)
-    traded = _windows(volume, count)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        vwap = _windows((high + low + close) / 3.0 * volume, count) / traded
-    vwap[traded == 0.0] = np.nan
-    highest = _extremes(high, count, np.maximum)
-    lowest = _extremes(low, count, np.minimum)
-    k, d = _stoch(p, count)
-    out = {
-        "sma": middle,
-        "bb_upper": middle + deviation,
-        "bb_middle": middle,
-        "bb_lower": middle - deviation,
-        "roc": roc,
-        "vwap": vwap,
-        "fib_high": highest,
-        "fib_low": lowest,
-        "stoch_k": k,
-        "stoch_d": d,
-    }
-    for name, ratio in FIBONACCI_RATIOS.items():
-        out[fib_column(name)] = highest - ratio * (highest - lowest)
-    out["fib_0"], out["fib_100"] = highest, lowest
+    _windowed_kernel(
+        bars.close,
+        bars.high,
+        bars.low,
+        bars.volume,
+        bars.offsets,
+        _RATIOS,
+        BBANDS_DEVIATIONS,
+        slowk,
+        slowd,
+        out,
+    )
+    if state is not None:
+        for name, values in recursive.latest(state).items():
+            # MACD and OBV (one value per symbol) repeat on every period.
+            grid = values[:, :count] if values.ndim == 2 else values[:, None]
+            _copy_finite(
+                np.broadcast_to(grid, (bars.symbols, count)), out[FLAT_MEMBERS.index(name)]
+            )
     return out
+
+
+def windowed(bars: Bars, count: int) -> dict[str, Grid]:
+    """SMA, Bollinger Bands, ROC, VWAP, Fibonacci and Stochastic (WINDOWED) of each symbol's last
+    bar for periods PERIOD_MIN.. (`count` of them); NaN where none (or infinite).
+
+    Every window is counted back from the last bar, so one backward pass serves every length; it
+    reads the last PERIOD_MAX + 5 bars (the stochastic's %D needs fast %K five bars back).
+    """
+    out = _members(bars, count, None)
+    return {name: out[FLAT_MEMBERS.index(name)] for name in WINDOWED}
+
+
+def state_of(
+    bars: Bars, symbols: Sequence[str], count: int = PERIOD_MAX - PERIOD_MIN + 1
+) -> recursive.RecursiveState:
+    """The recursive members' state after each symbol's last bar, from its first bar."""
+    periods = np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.int64)
+    start = recursive.empty(symbols, periods)
+    return recursive.advance(start, bars.close, bars.high, bars.low, bars.volume, bars.offsets)
 
 
 def recursive_state(
     p: Panels, count: int = PERIOD_MAX - PERIOD_MIN + 1
 ) -> recursive.RecursiveState:
     """The recursive members' state after each panel symbol's last bar, from its first bar."""
-    periods = np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.int64)
-    symbols = np.asarray(p.keys[p.keys.columns[0]].cast(pl.String).to_list(), dtype=np.str_)
-    offsets = np.concatenate([[0], np.cumsum(p.lengths)]).astype(np.int64)
-    close, high, low, volume = (p.to_long(x) for x in (p.close, p.high, p.low, p.volume))
-    return recursive.advance(recursive.empty(symbols, periods), close, high, low, volume, offsets)
-
-
-def _recursive_members(state: recursive.RecursiveState, count: int) -> dict[str, Grid]:
-    """EMA, RSI, ATR, ADX (every period) and MACD, OBV (repeated) on each symbol's last bar."""
-    out = recursive.latest(state)
-    for name in ("macd_line", "macd_signal", "macd_histogram", "obv"):
-        out[name] = np.repeat(out[name][:, None], count, axis=1)
-    return out
+    symbols = p.keys[p.keys.columns[0]].cast(pl.String).to_list()
+    return state_of(panel_bars(p), symbols, count)
 
 
 def latest_all_periods(
@@ -168,15 +318,16 @@ def latest_all_periods(
     max_period: int = PERIOD_MAX,
     state: recursive.RecursiveState | None = None,
 ) -> dict[str, Grid]:
-    """Every flat member (FLAT_MEMBERS) of each symbol's last bar, periods PERIOD_MIN..max_period.
+    """Every flat member (FLAT_MEMBERS) of each symbol's last bar, periods PERIOD_MIN..max_period,
+    NaN where none (or infinite).
 
     The windowed members read each symbol's last PERIOD_MAX + 5 bars of `p`; the recursive ones
     come from `state` (its rows in `p`'s symbol order), or from the whole of `p` when None.
     """
     count = max_period - PERIOD_MIN + 1
     carried = state if state is not None else recursive_state(p, count)
-    out = windowed(p, count) | _recursive_members(carried, count)
-    return {name: out[name] for name in FLAT_MEMBERS}
+    out = _members(panel_bars(p), count, carried)
+    return {name: out[i] for i, name in enumerate(FLAT_MEMBERS)}
 
 
 def all_periods_frame(
@@ -192,23 +343,31 @@ def all_periods_frame(
     `state` (the recursive members after each symbol's last bar, in the same symbol order) at
     least its last PERIOD_MAX + 5.
     """
-    p = to_panels(bars, by)
-    grids = latest_all_periods(p, max_period, state)
+    flat, heads = flat_bars(bars, by)
     count = max_period - PERIOD_MIN + 1
-    symbol_of_row = np.repeat(np.arange(len(p.lengths)), count)
+    if state is None:
+        state = state_of(flat, heads[by[0]].cast(pl.String).to_list(), count)
     last = [c for c in ("date", "timestamp") if c in bars.columns]
-    heads = bars.select(*by, *last).group_by(by, maintain_order=True).last()
-    values = {
-        name: pl.Series(name, np.where(np.isfinite(g), g, np.nan).ravel(), nan_to_null=True)
-        for name, g in grids.items()
-    }
-    periods = np.tile(np.arange(PERIOD_MIN, max_period + 1, dtype=np.int64), len(p.lengths))
+    return grid_frame(flat, heads.select(by), heads.select(last), state, count)
+
+
+def grid_frame(
+    bars: Bars,
+    keys: pl.DataFrame,
+    last: pl.DataFrame,
+    state: recursive.RecursiveState,
+    count: int,
+) -> pl.DataFrame:
+    """`all_periods_frame` of flat bars: `keys` and `last` (one row per symbol, in the bars'
+    order) are repeated on its rows, before and after `period`."""
+    members = _members(bars, count, state)
+    rows = np.repeat(np.arange(bars.symbols), count)
+    periods = np.tile(np.arange(PERIOD_MIN, PERIOD_MIN + count, dtype=np.int64), bars.symbols)
+    values = [
+        pl.Series(name, members[i].reshape(-1), nan_to_null=True)
+        for i, name in enumerate(FLAT_MEMBERS)
+    ]
     return pl.concat(
-        [
-            heads[symbol_of_row].select(*by),
-            pl.DataFrame({"period": periods}),
-            heads[symbol_of_row].select(last),
-            pl.DataFrame(values),
-        ],
+        [keys[rows], pl.DataFrame({"period": periods}), last[rows], pl.DataFrame(values)],
         how="horizontal",
     )

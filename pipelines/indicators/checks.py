@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 import polars as pl
@@ -16,6 +17,9 @@ PERIODS = 364
 
 def non_finite_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows with NaN or infinity in any indicator column."""
+    # One comparison a value (NaN compares false) finds the usual answer, none, in half the time.
+    if all(frame.select((pl.col(FLAT_MEMBERS).abs() < math.inf).all()).row(0)):
+        return frame.clear()
     bad = pl.any_horizontal(~pl.col(c).is_finite() for c in FLAT_MEMBERS)
     return frame.filter(bad.fill_null(False))
 
@@ -28,10 +32,25 @@ def out_of_range_rows(frame: pl.DataFrame) -> pl.DataFrame:
 
 def incomplete_symbols(frame: pl.DataFrame, periods: int = PERIODS) -> pl.DataFrame:
     """Symbols without exactly one row per period."""
+    if _by_symbol_and_period(frame):
+        # Each symbol's rows are one run of distinct periods: its length counts both (no hashing).
+        runs = frame.select(pl.col("symbol").rle()).unnest("symbol")
+        return runs.filter(pl.col("len") != periods).select(
+            symbol="value", rows="len", periods="len"
+        )
     counts = frame.group_by("symbol").agg(
         pl.len().alias("rows"), pl.col("period").n_unique().alias("periods")
     )
     return counts.filter((pl.col("rows") != periods) | (pl.col("periods") != periods))
+
+
+def _by_symbol_and_period(frame: pl.DataFrame) -> bool:
+    """The rows are sorted by symbol, then strictly by period (as the update computes them)."""
+    symbol, period = pl.col("symbol"), pl.col("period")
+    before = symbol.shift(1)
+    ordered = (symbol > before) | ((symbol == before) & (period > period.shift(1)))
+    first = pl.int_range(pl.len()) == 0
+    return bool(frame.select((ordered.fill_null(False) | first).all()).item())
 
 
 def _on_snapshots(

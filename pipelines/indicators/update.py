@@ -1,18 +1,18 @@
-"""Indicator snapshots of one shard updated from carried state: new bars advance the recursions,
-the windowed members read the trailing bars again."""
+"""Indicator snapshots of one shard updated from carried state: new bars advance the recursions, the windowed members read the trailing bars again."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 
-from pipelines.catalog import INDICATOR_SNAPSHOTS
+from pipelines.catalog import INDICATOR_SNAPSHOTS, PartitionFile
 from pipelines.catalog.state import INDICATOR_STATE
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Domain, ShardResult, ShardWork
-from pipelines.incremental.tables import rewrite_snapshot
+from pipelines.incremental.tables import order, rewrite_snapshot
 from pipelines.indicators import all_periods, checks, fibonacci, kernels, panel, recursive
-from pipelines.indicators.panel import PERIOD_MAX, to_panels
+from pipelines.indicators.all_periods import Bars
+from pipelines.indicators.panel import PERIOD_MAX
 
 CONTEXT_BARS = PERIOD_MAX + 5
 """Trailing bars the windowed members read (stochastic's slow %D reaches 5 bars back)."""
@@ -29,19 +29,44 @@ def update_shard(work: ShardWork) -> ShardResult:
     full, appended = work.symbols(FULL), work.symbols(APPEND)
     parts = [_computed(work, work.bars(full), None)] if full else []
     if appended:
-        carried = work.state.filter(pl.col("symbol").is_in(appended)).sort("symbol")
+        carried = _rows_of(work.state, appended)
         since = dict(zip(carried["symbol"], carried["context_start"], strict=True))
         parts.append(_computed(work, work.bars(appended, since), carried))
     snapshots = pl.concat([p[0] for p in parts]) if parts else INDICATOR_SNAPSHOTS.empty()
     states = pl.concat([p[1] for p in parts]) if parts else INDICATOR_STATE.empty()
     replaced = [*full, *appended, *work.symbols(REMOVED)]
     files = {
-        table.name: rewrite_snapshot(
-            work.tx, table, work.shard, work.stored[table.name], frame, replaced
-        )
-        for table, frame in ((INDICATOR_SNAPSHOTS, snapshots), (INDICATOR_STATE, states))
+        INDICATOR_SNAPSHOTS.name: rewrite_snapshot(
+            work.tx,
+            INDICATOR_SNAPSHOTS,
+            work.shard,
+            work.stored[INDICATOR_SNAPSHOTS.name],
+            snapshots,
+            replaced,
+        ),
+        INDICATOR_STATE.name: _rewrite_state(work, states, replaced),
     }
     return ShardResult(files, {INDICATOR_SNAPSHOTS.name: snapshots})
+
+
+def _rows_of(state: pl.DataFrame, symbols: list[str]) -> pl.DataFrame:
+    """The state rows of `symbols`, sorted by symbol (no copy of the ~24 KB a row when they are
+    all of them, in order: a day appends to every symbol)."""
+    rows = state if state.height == len(symbols) else state.filter(pl.col("symbol").is_in(symbols))
+    return rows if rows["symbol"].is_sorted() else rows.sort("symbol")
+
+
+def _rewrite_state(
+    work: ShardWork, rows: pl.DataFrame, replaced: list[str]
+) -> dict[str, PartitionFile]:
+    """`rewrite_snapshot` of the state table, keeping rows of the state the run has read already
+    (`work.state`: every stored row of the shard) instead of reading the file again."""
+    gone = pl.Series(replaced, dtype=pl.String).implode()
+    kept = work.state.filter(~pl.col("symbol").is_in(gone))
+    frame = pl.concat([kept, rows], how="vertical_relaxed")
+    if not frame["symbol"].is_sorted():
+        frame = frame.sort(order(INDICATOR_STATE))
+    return {work.shard.key: work.tx.write_file(INDICATOR_STATE, work.shard.key, frame)}
 
 
 def _computed(
@@ -49,43 +74,47 @@ def _computed(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(snapshot rows, state rows) of the symbols in `bars`: from their first bar when `carried`
     is None, else advancing the carried state by the bars after its `last_date`."""
-    p = to_panels(bars, ("symbol",))
+    flat, heads = all_periods.flat_bars(bars)
+    symbols = heads["symbol"].to_list()
     if carried is None:
-        state = all_periods.recursive_state(p)
+        state = all_periods.state_of(flat, symbols)
     else:
-        new = (
-            bars.join(carried.select("symbol", "last_date"), on="symbol")
-            .filter(pl.col("date") > pl.col("last_date"))
-            .sort("symbol", "date")
-        )
-        counts = carried.select("symbol").join(
-            new.group_by("symbol").len(), on="symbol", how="left", maintain_order="left"
-        )
-        cuts = np.concatenate([[0], np.cumsum(counts["len"].fill_null(0).to_numpy())])
-        start = recursive.from_frame(carried, recursive.ALL_PERIODS)
-        close, high, low, volume = (new[c].to_numpy() for c in ("close", "high", "low", "volume"))
-        state = recursive.advance(start, close, high, low, volume, cuts)
-    snapshots = all_periods.all_periods_frame(bars, state=state).with_columns(
-        market=pl.lit(work.shard.market)
-    )
-    return INDICATOR_SNAPSHOTS.conform(snapshots), _state_rows(work, bars, state)
+        if carried["symbol"].to_list() != symbols:
+            raise ValueError("the carried state's symbols are not the bars' symbols")
+        state = _advanced(flat, bars, carried)
+    keys, last = heads.select("symbol"), heads.select("date", "timestamp")
+    snapshots = all_periods.grid_frame(flat, keys, last, state, len(recursive.ALL_PERIODS))
+    snapshots = snapshots.with_columns(market=pl.lit(work.shard.market))
+    return INDICATOR_SNAPSHOTS.conform(snapshots), _state_rows(work, flat, bars, state)
+
+
+def _advanced(flat: Bars, bars: pl.DataFrame, carried: pl.DataFrame) -> recursive.RecursiveState:
+    """The carried state (rows in the bars' symbol order) advanced by each symbol's bars after
+    its `last_date`: the tail of its rows."""
+    lengths = np.diff(flat.offsets)
+    last = np.repeat(carried["last_date"].to_numpy(), lengths)
+    new = bars["date"].to_numpy() > last
+    counts = np.add.reduceat(new.astype(np.int64), flat.offsets[:-1]) if len(new) else lengths
+    cuts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    start = recursive.from_frame(carried, recursive.ALL_PERIODS)
+    close, high, low, volume = (x[new] for x in (flat.close, flat.high, flat.low, flat.volume))
+    return recursive.advance(start, close, high, low, volume, cuts)
 
 
 def _state_rows(
-    work: ShardWork, bars: pl.DataFrame, state: recursive.RecursiveState
+    work: ShardWork, flat: Bars, bars: pl.DataFrame, state: recursive.RecursiveState
 ) -> pl.DataFrame:
     """The state frame with its bookkeeping: the prices it was computed from, and where the next
-    run's trailing read starts."""
-    from_end = pl.int_range(pl.len(), 0, -1).over("symbol")
-    context = (
-        bars.filter(from_end <= CONTEXT_BARS)
-        .group_by("symbol")
-        .agg(context_start=pl.col("date").min())
-    )
+    run's trailing read starts (the first of each symbol's last CONTEXT_BARS bars)."""
+    context = np.maximum(flat.offsets[:-1], flat.offsets[1:] - CONTEXT_BARS)
     frame = (
         recursive.to_frame(state)
-        .join(work.prices.select("symbol", "history_id", "last_date"), on="symbol")
-        .join(context, on="symbol")
+        .with_columns(context_start=bars["date"][context])
+        .join(
+            work.prices.select("symbol", "history_id", "last_date"),
+            on="symbol",
+            maintain_order="left",
+        )
         .with_columns(market=pl.lit(work.shard.market), code_version=pl.lit(version()))
     )
     return INDICATOR_STATE.conform(frame)

@@ -8,9 +8,19 @@ import pytest
 import talib
 
 from pipelines.catalog import INDICATOR_SNAPSHOTS
-from pipelines.indicators.all_periods import FLAT_MEMBERS, all_periods_frame, fib_column
+from pipelines.indicators.all_periods import (
+    FLAT_MEMBERS,
+    WINDOWED,
+    all_periods_frame,
+    fib_column,
+    flat_bars,
+    windowed,
+)
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
+from pipelines.indicators.panel import to_panels
+from pipelines.indicators.recursive import ALL_PERIODS
 from pipelines.indicators.snapshot import latest_indicators_frame
+from tests.pipelines.indicators import numpy_windowed
 from tests.pipelines.indicators.oracle import (
     CASES,
     Arrays,
@@ -167,3 +177,46 @@ def test_the_catalog_columns_are_the_kernels_members() -> None:
         "timestamp",
     ]
     assert tuple(INDICATOR_SNAPSHOTS.column_names[5:]) == FLAT_MEMBERS
+
+
+# --- the windowed kernel equals the numpy passes it replaced -----------------------------------
+
+
+def _windowed_universe() -> dict[str, Arrays]:
+    out = {f"L{days}": random_walk(days, days) for days in (1, 2, 12, 365, 366, 369, 370, 371)}
+    out["LONG"] = random_walk(40, 1_600)
+    flat = random_walk(41, 400)
+    for key in ("open", "high", "low", "close"):
+        flat[key][:] = 5.0  # zero variance, a flat stochastic window
+    out["FLAT"] = flat
+    no_volume = random_walk(42, 300)
+    no_volume["volume"][:] = 0.0  # no VWAP
+    out["NO_VOLUME"] = no_volume
+    ticks = random_walk(43, 500)
+    out["TICKS"] = {k: np.round(v) if k != "volume" else v for k, v in ticks.items()}  # ties
+    zero = random_walk(44, 500)
+    zero["close"][-40] = 0.0  # a ROC base of 0: no ROC for period 39
+    zero["close"][-100] = 1e-310  # a subnormal base: an infinite ROC, stored as none
+    out["ZERO_BASE"] = zero
+    return out
+
+
+def test_the_windowed_kernel_equals_the_numpy_passes_bit_for_bit() -> None:
+    arrays = _windowed_universe()
+    bars = pl.concat([bars_frame(a, symbol) for symbol, a in arrays.items()])
+    p = to_panels(bars)
+    expected = numpy_windowed.windowed(p, len(ALL_PERIODS))
+    flat, _ = flat_bars(bars)
+    ours = windowed(flat, len(ALL_PERIODS))
+    assert set(ours) == set(expected) == set(WINDOWED)
+    for name, grid in expected.items():
+        np.testing.assert_array_equal(
+            ours[name].view(np.uint64), grid.view(np.uint64), err_msg=name, strict=True
+        )
+    assert np.isnan(ours["roc"][list(arrays).index("ZERO_BASE"), [37, 97]]).all()
+
+
+def test_the_bars_of_a_symbol_must_be_contiguous() -> None:
+    a, b = bars_frame(random_walk(1, 20), "A"), bars_frame(random_walk(2, 20), "B")
+    with pytest.raises(ValueError, match="contiguous"):
+        all_periods_frame(pl.concat([a.head(10), b, a.tail(10)]))

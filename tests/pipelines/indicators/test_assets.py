@@ -1,65 +1,44 @@
-"""`indicator_snapshots` materialized for one market from a tiny stored daily_prices partition."""
+"""`indicator_snapshots` of the daily job materialized for one market over a few stored symbols."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 from pathlib import Path
 
-import dagster as dg
 import numpy as np
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, INDICATOR_SNAPSHOTS
-from pipelines.indicators.assets import indicator_snapshots
-from pipelines.partitions import MARKET_PARTITIONS
-from pipelines.warehouse.io_manager import WarehouseIOManager
+from pipelines.catalog import INDICATOR_SNAPSHOTS
+from pipelines.indicators.assets import build_indicator_snapshots
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.indicators.oracle import random_walk
+from tests.pipelines.synthetic import load_prices, materialize_daily
+
+FIRST = date(2024, 1, 1)
 
 
-def daily_prices(market: str, days: dict[str, int]) -> pl.DataFrame:
-    """Consecutive daily bars of a few symbols, in DAILY_PRICES columns."""
-    frames = []
-    for seed, (symbol, count) in enumerate(days.items()):
-        arrays = random_walk(seed, count)
-        dates = [date(2024, 1, 1) + timedelta(days=i) for i in range(count)]
-        frames.append(
-            pl.DataFrame(
-                {
-                    "market": market,
-                    "symbol": symbol,
-                    "date": dates,
-                    "timestamp": [
-                        int((d - date(1970, 1, 1)).total_seconds()) * 1000 for d in dates
-                    ],
-                    **arrays,
-                    "source": "test",
-                }
-            )
+def bars(days: dict[str, int]) -> pl.DataFrame:
+    """Consecutive daily bars of a few symbols from FIRST (symbol, date, open..volume)."""
+    frames = [
+        pl.DataFrame(
+            {
+                "symbol": symbol,
+                "date": [FIRST + timedelta(days=i) for i in range(count)],
+                **random_walk(seed, count),
+            }
         )
-    return DAILY_PRICES.conform(pl.concat(frames))
-
-
-def materialize(
-    tmp_path: Path, asset: dg.AssetsDefinition, market: str
-) -> dg.ExecuteInProcessResult:
-    """Run `asset` for one market over the daily_prices stored in a warehouse under tmp_path."""
-    upstream = dg.AssetSpec("daily_prices", partitions_def=MARKET_PARTITIONS)
-    io_manager = WarehouseIOManager(warehouse_dir=str(tmp_path / "warehouse"))
-    return dg.materialize(
-        [upstream, asset],
-        partition_key=market,
-        resources={"io_manager": io_manager},
-        raise_on_error=True,
-    )
+        for seed, (symbol, count) in enumerate(days.items())
+    ]
+    return pl.concat(frames)
 
 
 def test_materialize_stores_every_period_of_every_symbol_and_passes_its_checks(
     tmp_path: Path,
 ) -> None:
-    prices = daily_prices("crypto", {"BTC": 400, "ETH": 30})
-    Warehouse(root=tmp_path / "warehouse").write(DAILY_PRICES, "crypto", prices)
-    result = materialize(tmp_path, indicator_snapshots, "crypto")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    last = FIRST + timedelta(days=399)
+    load_prices(warehouse, bars({"BTC": 400, "ETH": 30}), "crypto", last)
+    result = materialize_daily(warehouse, [build_indicator_snapshots()], last, ["crypto"])
     assert result.success
     checks = result.get_asset_check_evaluations()
     assert {c.check_name for c in checks} == {
@@ -68,10 +47,10 @@ def test_materialize_stores_every_period_of_every_symbol_and_passes_its_checks(
         "every_period_per_symbol",
     }
     assert all(c.passed for c in checks)
-    stored = Warehouse(root=tmp_path / "warehouse").read(INDICATOR_SNAPSHOTS, ["crypto"])
+    stored = warehouse.read(INDICATOR_SNAPSHOTS, ["crypto"])
     assert stored.height == 2 * 364
     assert stored.schema == INDICATOR_SNAPSHOTS.schema
     assert (stored["market"] == "crypto").all()
     btc = stored.filter(pl.col("symbol") == "BTC").sort("period")
-    assert btc["date"].unique().to_list() == [date(2024, 1, 1) + timedelta(days=399)]
+    assert btc["date"].unique().to_list() == [last]
     assert not np.isnan(btc["sma"].drop_nulls().to_numpy()).any()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numba
 import numpy as np
 import polars as pl
 import pytest
@@ -439,3 +441,115 @@ def test_per_bar_capture_from_carried_state_continues_the_series(
         np.testing.assert_array_equal(tail[name], whole[name][1000:], err_msg=name)
     talib_rsi = talib.RSI(arrays["close"], 14)[1000:]
     assert_matches(tail["rsi"][:, CAPTURED_PERIODS.index(14)], talib_rsi, 100.0, "rsi(14) tail")
+
+
+# --- divisions by n without a divider ---------------------------------------------------------
+
+
+@numba.njit(error_model="numpy")
+def _quotient_mismatches(periods: NDArray[np.int64], samples: int, seed: int) -> int:
+    """Dividends for which `_quotient` is not the division, over random and hard cases: every
+    binade of the usable range, quotients next to a midpoint between two doubles, exact ones."""
+    np.random.seed(seed)
+    bad = 0
+    for i in range(periods.size):
+        n = float(periods[i])
+        z = 1.0 / n
+        for _ in range(samples):
+            q = math.ldexp(1.0 + np.random.random(), np.random.randint(-955, 990))
+            half_ulp = (np.nextafter(q, np.inf) - q) / 2.0
+            # n (q + ulp / 2) rounded: a / n lies next to the midpoint above q.
+            near = recursive._fma(n, q, n * half_ulp)
+            dividends = (
+                near,
+                np.nextafter(near, -np.inf),
+                np.nextafter(near, np.inf),
+                n * q,
+                np.nextafter(n * q, np.inf),
+                -near,
+                math.ldexp(1.0 + np.random.random(), np.random.randint(-960, 1000)),
+            )
+            for a in dividends:
+                if recursive._quotient(a, n, z) != a / n:
+                    bad += 1
+        if recursive._quotient(0.0, n, z) != 0.0:
+            bad += 1
+    return bad
+
+
+def test_the_quotient_is_the_division_for_every_period_and_usable_dividend() -> None:
+    assert _quotient_mismatches(ALL_PERIODS, 3_000, 11) == 0
+
+
+@numba.njit(error_model="numpy")
+def _quotients_wrong_below_the_usable_range(periods: NDArray[np.int64]) -> int:
+    """Subnormal quotients of tiny dividends, which `_quotient` may round twice."""
+    wrong = 0
+    for i in range(periods.size):
+        n = float(periods[i])
+        for k in range(1, 2_000):
+            a = k * 5e-324
+            if recursive._quotient(a, n, 1.0 / n) != a / n:
+                wrong += 1
+    return wrong
+
+
+def _scaled(arrays: Arrays, factor: float) -> Arrays:
+    return {k: v * factor if k != "volume" else v for k, v in arrays.items()}
+
+
+def _unusable_universe() -> dict[str, Arrays]:
+    """Histories whose state leaves the range the kernel's quick divisions are exact on."""
+    walk = random_walk(21, 1_200)
+    flat_tail = _scaled(random_walk(22, 1_500), 1e-200)
+    for key in ("open", "high", "low", "close"):
+        # 1,300 bars without a move: the short periods' averages decay into subnormals.
+        flat_tail[key][200:] = flat_tail[key][199]
+    return {
+        # Gains and ranges near the smallest normal double: subnormal averages.
+        "TINY": _scaled(walk, 1e-308),
+        "HUGE": _scaled(walk, 1e280),
+        "FLAT_TAIL": flat_tail,
+        "ZERO_START": {k: np.where(np.arange(1_200) < 500, 1.0, v) for k, v in walk.items()},
+        "NORMAL": walk,
+    }
+
+
+def test_a_state_outside_the_usable_range_divides_and_equals_the_oracle() -> None:
+    assert _quotients_wrong_below_the_usable_range(ALL_PERIODS) > 0  # the range matters
+    universe = _unusable_universe()
+    ours = latest(_from_empty(list(universe.values()), ALL_PERIODS))
+    expected = numpy_recursive(_panels(universe), len(ALL_PERIODS))
+    for name, grid in expected.items():
+        np.testing.assert_array_equal(ours[name], grid, err_msg=name, strict=True)
+
+
+@pytest.mark.parametrize(
+    "kind", ["walk", "ticks", "flat", "flat_then_moving", "tiny", "huge", "zero_start"]
+)
+def test_the_quick_and_mature_steps_equal_dividing_on_every_bar(kind: str) -> None:
+    """One call from bar 300 takes the quick steps, past bar 2 x 365 the fused mature one, the
+    divisions where the state is not usable: the bits of dividing on every bar."""
+    unusable = _unusable_universe()
+    histories = {
+        "walk": _history(31, 1_000, "walk"),
+        "ticks": _history(32, 1_000, "ticks"),
+        "flat": _history(33, 800, "flat"),
+        "flat_then_moving": _universe()["FLAT_THEN_MOVING"],
+        "tiny": unusable["TINY"],
+        "huge": unusable["HUGE"],
+        "zero_start": unusable["ZERO_START"],
+    }
+    arrays = histories[kind]
+    start = _from_empty([{k: v[:300] for k, v in arrays.items()}], ALL_PERIODS)
+    bars, offsets = _flat([{k: v[300:] for k, v in arrays.items()}])
+    _assert_same_bits(advance(start, *bars, offsets), advance(start, *bars, offsets, quick=False))
+
+
+def test_dividing_on_every_bar_gives_the_same_state_from_empty(universe: dict[str, Arrays]) -> None:
+    ours = latest(_from_empty(list(universe.values()), ALL_PERIODS))
+    bars, offsets = _flat(list(universe.values()))
+    names = [f"S{i}" for i in range(len(universe))]
+    divided = latest(advance(empty(names, ALL_PERIODS), *bars, offsets, quick=False))
+    for name, values in ours.items():
+        np.testing.assert_array_equal(divided[name], values, err_msg=name, strict=True)
