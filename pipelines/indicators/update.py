@@ -18,9 +18,13 @@ CONTEXT_BARS = PERIOD_MAX + 5
 """Trailing bars the windowed members read (stochastic's slow %D reaches 5 bars back)."""
 
 
+VERSION = code_version(recursive, all_periods, kernels, panel, fibonacci)
+"""The code the snapshots are computed with: a change recomputes every symbol once.
+Hashed when the code is imported: the source that runs, even if its files are edited later."""
+
+
 def version() -> str:
-    """The code the snapshots are computed with: a change recomputes every symbol once."""
-    return code_version(recursive, all_periods, kernels, panel, fibonacci)
+    return VERSION
 
 
 def update_shard(work: ShardWork) -> ShardResult:
