@@ -23,7 +23,7 @@ $(UV):
 	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
 
 $(BIN)/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --python $(PYTHON)
+	$(UV) sync --frozen --compile-bytecode --python $(PYTHON)
 	@touch $@
 
 install: $(BIN)/.synced ## create .venv with the locked dependencies (uv.lock)
