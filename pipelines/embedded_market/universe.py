@@ -230,6 +230,8 @@ _STOCK_SUFFIXES = (
 )  # fmt: skip
 _COMMODITY_SUFFIXES = (" Ore", " Blend Crude", " Grain", " Concentrate", " Metal", " Pulp")
 
+CAPACITY: dict[str, int] = {"forex": len(USD_VALUE) * (len(USD_VALUE) - 1)}
+"""The most instruments a market can have: every ordered pair of distinct currencies."""
 DEFAULT_SIZES: dict[str, int] = {
     "crypto": len(CRYPTO),
     "forex": len(FOREX_PAIRS),
@@ -241,17 +243,31 @@ DEFAULT_SIZES: dict[str, int] = {
 def split_instruments(total: int) -> dict[str, int]:
     """Split a total instrument count across markets in proportion to the default sizes.
 
-    Largest remainders, so the parts sum to `total`; every market gets at least one instrument.
+    Largest remainders, so the parts sum to `total`; every market gets at least one instrument. A
+    market has at most `CAPACITY` instruments (there are only so many currency pairs): beyond it,
+    the rest goes to the other markets in the same proportions, as a real universe of tens of
+    thousands is stocks and coins.
     """
     if total < len(MARKETS):
         raise ValueError(f"a scaled universe needs at least {len(MARKETS)} instruments")
-    weights = [DEFAULT_SIZES[m] for m in MARKETS]
+    capped: dict[str, int] = {}
+    while True:
+        open_markets = [m for m in MARKETS if m not in capped]
+        parts = _proportional(total - sum(capped.values()), open_markets)
+        over = [m for m in open_markets if parts[m] > CAPACITY.get(m, parts[m])]
+        if not over:
+            return {m: capped.get(m, parts.get(m, 0)) for m in MARKETS}
+        capped |= {m: CAPACITY[m] for m in over}
+
+
+def _proportional(total: int, markets: list[str]) -> dict[str, int]:
+    weights = [DEFAULT_SIZES[m] for m in markets]
     exact = [total * w / sum(weights) for w in weights]
     parts = [max(1, math.floor(x)) for x in exact]
-    order = sorted(range(len(MARKETS)), key=lambda i: parts[i] - exact[i])
+    order = sorted(range(len(markets)), key=lambda i: parts[i] - exact[i])
     for i in order[: total - sum(parts)]:
         parts[i] += 1
-    return dict(zip(MARKETS, parts, strict=True))
+    return dict(zip(markets, parts, strict=True))
 
 
 def price_decimals(price: float) -> int:

@@ -22,7 +22,12 @@ from pipelines.embedded_market import (
 )
 from pipelines.embedded_market.files import DayFiles
 from pipelines.embedded_market.model import CLOSE, HIGH, LOW, OPEN, VOLUME, SimState, Stepper
-from pipelines.embedded_market.universe import DEFAULT_SIZES, build_universe, split_instruments
+from pipelines.embedded_market.universe import (
+    CAPACITY,
+    DEFAULT_SIZES,
+    build_universe,
+    split_instruments,
+)
 from tests.pipelines.embedded_market.conftest import (
     AS_OF,
     day_files,
@@ -163,6 +168,15 @@ def test_split_instruments_is_proportional_to_default_sizes_and_sums_to_total(
     parts = split_instruments(total)
     assert tuple(parts[m] for m in MARKETS) == expected
     assert sum(parts.values()) == total
+
+
+def test_a_market_at_its_capacity_leaves_the_rest_to_the_others_in_proportion() -> None:
+    parts = split_instruments(50_000)
+    assert parts["forex"] == CAPACITY["forex"] == 52 * 51
+    assert sum(parts.values()) == 50_000
+    assert abs(parts["crypto"] - parts["stocks"]) <= 1
+    assert parts["crypto"] / parts["commodities"] == pytest.approx(50 / 12, rel=1e-3)
+    assert build_universe("forex", CAPACITY["forex"]).symbols[-1]
 
 
 def test_naive_as_of_is_taken_as_utc(tmp_path: Path) -> None:
