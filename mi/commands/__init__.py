@@ -1,13 +1,10 @@
-"""Subcommands of `mi`, one module per concern; `ALL` is what `mi.cli` registers."""
+"""Subcommands of `mi`, one module per concern; `COMMANDS` is what `mi.cli` offers, imported lazily."""
 
-from __future__ import annotations
-
-import click
-
-from mi.commands.keys import keys
-from mi.commands.pipeline import materialize
-from mi.commands.serve import serve
-from mi.commands.warehouse import sql
-from mi.commands.webhooks import webhooks
-
-ALL: list[click.Command] = [materialize, serve, sql, keys, webhooks]
+COMMANDS: dict[str, str] = {
+    "materialize": "mi.commands.pipeline:materialize",
+    "serve": "mi.commands.serve:serve",
+    "sql": "mi.commands.warehouse:sql",
+    "keys": "mi.commands.keys:keys",
+    "webhooks": "mi.commands.webhooks:webhooks",
+}
+"""Subcommand name -> `module:attribute` of its click command."""
