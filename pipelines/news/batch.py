@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 import polars as pl
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
 from pipelines.news.model import FeedDocument, NewsItem, Reject
-from pipelines.news.parse import ParsePolicy, parse_document
+from pipelines.news.parse import ParsePolicy, parse_documents
+from pipelines.parallel import map_chunks
+
+PARSE_CHUNK = 25
+"""Fewest feed documents a parsing worker is given (a first load reads hundreds of them)."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,7 @@ def build_batch(
     items: list[NewsItem] = []
     rejects: list[Reject] = []
     items_read = 0
-    for document in ordered:
-        parsed = parse_document(document, policy)
+    for parsed in map_chunks(partial(parse_documents, policy=policy), ordered, PARSE_CHUNK):
         items.extend(parsed.items)
         rejects.extend(parsed.rejects)
         items_read += parsed.items_read

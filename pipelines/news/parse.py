@@ -7,6 +7,7 @@ import io
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -45,6 +46,11 @@ class ParsedFeed:
     items: list[NewsItem] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     items_read: int = 0
+
+
+def parse_documents(documents: Sequence[FeedDocument], policy: ParsePolicy) -> list[ParsedFeed]:
+    """`parse_document` of each document, in order (a chunk of work for a worker process)."""
+    return [parse_document(document, policy) for document in documents]
 
 
 def parse_document(document: FeedDocument, policy: ParsePolicy) -> ParsedFeed:

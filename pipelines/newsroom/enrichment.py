@@ -13,6 +13,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from pipelines.newsroom import lexicon
 from pipelines.newsroom.terms import term_pattern
+from pipelines.parallel import map_chunks
 
 Tone = Literal["bullish", "bearish", "neutral"]
 Bias = Literal["fud", "fomo", "neutral"]
@@ -101,6 +102,10 @@ class LexiconEnricher:
         self._vader.lexicon.update(lexicon.FINANCE_WORDS)
 
     def enrich(self, articles: Sequence[Article]) -> list[Enrichment]:
+        # VADER is pure Python: a first load's tens of thousands of articles go to worker processes.
+        return map_chunks(self.enrich_each, articles)
+
+    def enrich_each(self, articles: Sequence[Article]) -> list[Enrichment]:
         return [self.enrich_one(a) for a in articles]
 
     def enrich_one(self, article: Article) -> Enrichment:
