@@ -231,7 +231,7 @@ def _windowed_kernel(
                 if abs(span) <= 1e-14 * (abs(highest) + abs(lowest)):
                     fast[o, k - 1] = 0.0
                 else:
-                    fast[o, k - 1] = (c - lowest) / (span / 100.0)
+                    fast[o, k - 1] = (c - lowest) / span * 100.0
         for j in range(count):
             d = 0.0
             slow_first = 0.0

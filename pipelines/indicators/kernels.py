@@ -294,7 +294,7 @@ def stoch_from_extremes(
     span = highest - lowest
     flat = np.abs(span) <= 1e-14 * (np.abs(highest) + np.abs(lowest))
     with np.errstate(invalid="ignore", divide="ignore"):
-        fast_k = (close - lowest) / (span / 100.0)
+        fast_k = (close - lowest) / span * 100.0
     fast_k[flat] = 0.0
     # The running sums start on fast %K's first row, as TA-Lib's do on its output buffer.
     start = fastk - 1

@@ -81,7 +81,7 @@ def stoch(
     lowest = low.rolling_min(fastk_n)
     span = highest - lowest
     flat = span.abs() <= 1e-14 * (highest.abs() + lowest.abs())
-    fast_k = pl.when(flat).then(0.0).otherwise((close - lowest) / (span / 100.0))
+    fast_k = pl.when(flat).then(0.0).otherwise((close - lowest) / span * 100.0)
     slow_k = fast_k.rolling_mean(slowk_n)
     slow_d = slow_k.rolling_mean(slowd_n)
     first_valid = fastk_n + slowk_n + slowd_n - 3

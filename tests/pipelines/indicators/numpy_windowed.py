@@ -50,7 +50,7 @@ def _stoch(p: Panels, count: int) -> tuple[Grid, Grid]:
         span = highest - lowest
         flat = np.abs(span) <= 1e-14 * (np.abs(highest) + np.abs(lowest))
         with np.errstate(invalid="ignore", divide="ignore"):
-            k = (close[offset][:, None] - lowest) / (span / 100.0)
+            k = (close[offset][:, None] - lowest) / span * 100.0
         k[flat] = 0.0
         fast.append(k)
     slowk, slowd = STOCH_SMOOTHING

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+import talib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -187,3 +188,25 @@ positive_walks = st.builds(
 def test_property_random_positive_series_equal_talib(arrays: Arrays, period: int) -> None:
     _check_expressions(arrays, period, "hypothesis")
     _check_panels(arrays, period, "hypothesis")
+
+
+def test_the_stochastic_at_the_periods_high_is_talibs_to_the_bit() -> None:
+    # TA-Lib 0.8 computes (close - low) / (high - low) * 100: exactly 100 at the high, where the
+    # older (close - low) / ((high - low) / 100) rounds to 100 plus one ulp for some spans.
+    spans = np.random.default_rng(11).random(20_000) * 1e-3
+    old_rounding = spans / (spans / 100.0) > 100.0
+    high = np.sort(spans[old_rounding])[:400]  # rising: every close below is the period's high
+    low = np.zeros_like(high)
+    close = high.copy()
+    arrays = {
+        "open": close,
+        "high": high,
+        "low": low,
+        "close": close,
+        "volume": np.ones_like(close),
+    }
+    panels = compute_panels(to_panels(bars_frame(arrays)), 14)
+    k, d = talib.STOCH(high, low, close, 14, 3, 0, 3, 0)
+    assert np.array_equal(panels[PANEL_COLUMNS["stoch.k"]][:, 0], k, equal_nan=True)
+    assert np.array_equal(panels[PANEL_COLUMNS["stoch.d"]][:, 0], d, equal_nan=True)
+    assert np.nanmax(k) == 100.0

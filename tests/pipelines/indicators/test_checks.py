@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
 from pipelines.indicators.all_periods import FLAT_MEMBERS
-from pipelines.indicators.checks import incomplete_symbols, non_finite_rows
+from pipelines.indicators.checks import (
+    BOUNDED,
+    incomplete_symbols,
+    non_finite_rows,
+    out_of_range_rows,
+)
 
 
 def _rows(periods: dict[str, list[int]]) -> pl.DataFrame:
@@ -41,3 +47,21 @@ def test_rows_with_nan_or_infinity_are_found_and_nulls_are_not() -> None:
         sma=pl.Series([1.0, float("nan"), None]), fib_100=pl.Series([2.0, 1.0, float("-inf")])
     )
     assert non_finite_rows(dirty)["fib_100"].to_list() == [1.0, float("-inf")]
+
+
+def _oscillators(values: list[float | None]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"symbol": "A", "period": list(range(2, 2 + len(values)))}
+        | {c: pl.Series(values, dtype=pl.Float64) for c in BOUNDED}
+    )
+
+
+def test_an_oscillator_outside_0_100_is_found_and_null_is_not() -> None:
+    found = out_of_range_rows(_oscillators([0.0, 100.0, None, 100.5, -0.25, 50.0]))
+    assert found["stoch_k"].to_list() == [100.5, -0.25]
+
+
+def test_an_oscillator_a_rounding_past_100_is_not_found() -> None:
+    # A smoothed oscillator is a running sum divided by its period: it can round past 100.
+    hair = float(np.nextafter(100.0, 200.0))
+    assert out_of_range_rows(_oscillators([hair, -1e-12])).is_empty()
