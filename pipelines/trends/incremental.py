@@ -19,7 +19,12 @@ from numpy.typing import NDArray
 
 from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
 from pipelines.trends import method
-from pipelines.trends.frames import trend_history_with_machines, trend_segments
+from pipelines.trends.frames import (
+    TREND_NAMES,
+    named,
+    trend_history_with_machines,
+    trend_segments,
+)
 
 REWRITABLE = method.CONFIRM_BARS - 1
 """Stored bars a new bar can relabel (a confirmation is backdated onto them)."""
@@ -30,8 +35,6 @@ MATURE_BARS = CONTEXT_BARS
 """A symbol with fewer stored bars is computed whole."""
 MACHINE = ("machine_state", "machine_pending", "machine_run")
 _CODE = {"up": method.UP, "neutral": method.NEUTRAL, "down": method.DOWN}
-_NAMES = np.asarray(["down", "neutral", "up"])
-"""Label name by code + 1."""
 
 
 def full_tables(
@@ -155,8 +158,8 @@ def _emitted(
             short_term_average=pl.Series(short),
             mid_term_average=pl.Series(mid),
             long_term_average=pl.Series(long_),
-            trend=pl.Series(_NAMES[labels.astype(np.int64) + 1]),
-            strength=pl.Series(np.asarray(method.STRENGTHS)[method.strength(signal)]),
+            trend=named(labels.astype(np.int64) + 1, TREND_NAMES),
+            strength=named(method.strength(signal), method.STRENGTHS),
         )
         .join(anchor.select("symbol", _anchor="trend", _segment="segment"), on="symbol")
     )
