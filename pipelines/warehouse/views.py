@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
-import pyarrow.dataset as ds
 
 from pipelines.catalog import TABLES, Manifest, Table
 
@@ -71,6 +70,8 @@ def apply_object_views(
     """`apply_views` for an s3:// warehouse, on an in-memory connection: DuckDB's httpfs extension
     cannot be assumed (it is downloaded at run time), so each table's current objects are
     registered as a pyarrow dataset (read lazily through pyarrow's S3 client) and viewed from it."""
+    import pyarrow.dataset as ds  # here: with pandas it costs every command 0.35 s at import
+
     filesystem = location.filesystem()
     for table in TABLES.values():
         files = [location.arrow_path(p) for p in manifest.files(table.name)] if manifest else []
