@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
@@ -27,15 +27,14 @@ MIN_CHUNK = 2_000
 """Fewest items worth a worker: below twice this a batch is processed in the calling process."""
 
 
-def workers(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
+def workers(env: Mapping[str, str] = os.environ) -> int:
     """How many processes per-item work may use: `MI_WORKERS`, else the CPUs available."""
     configured = env.get(WORKERS_ENV)
-    if configured:
-        count = int(configured)
-        if count < 1:
-            raise ValueError(f"{WORKERS_ENV} must be at least 1, not {configured}")
-        return count
-    return len(os.sched_getaffinity(0))
+    if not configured:
+        return len(os.sched_getaffinity(0))
+    if not configured.isdigit() or int(configured) < 1:
+        raise ValueError(f"{WORKERS_ENV} must be a whole number of at least 1, not {configured!r}")
+    return int(configured)
 
 
 def map_chunks(

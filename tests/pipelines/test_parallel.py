@@ -54,6 +54,14 @@ def test_workers_default_to_the_cpus_available_and_reject_zero() -> None:
         parallel.workers({parallel.WORKERS_ENV: "0"})
 
 
+@pytest.mark.parametrize("bad", ["two", "-1", "1.5", " "])
+def test_a_workers_setting_that_is_not_a_count_is_refused_by_name(bad: str) -> None:
+    with pytest.raises(
+        ValueError, match=f"MI_WORKERS must be a whole number of at least 1, not {bad!r}"
+    ):
+        parallel.workers({parallel.WORKERS_ENV: bad})
+
+
 def test_enrichment_in_workers_equals_enrichment_in_process() -> None:
     articles = [
         Article(item.market, item.headline, f"{item.headline} {n}")
