@@ -33,7 +33,7 @@ INDICATOR_SNAPSHOTS = Table(
         Column("symbol", pl.String(), "canonical upper-case symbol"),
         Column("period", pl.Int64(), "analysis window in days, 2..365"),
         Column("date", pl.Date(), "day of the latest bar the values are for (UTC)"),
-        Column("timestamp", pl.Int64(), "00:00 UTC of `date`, unix epoch milliseconds"),
+        Column("timestamp", pl.Int64(), "midnight UTC of `date`, unix epoch milliseconds"),
         _value("sma", "SMA(close, period)"),
         _value("ema", "EMA(close, period), seeded with the SMA of the first `period` closes"),
         _value("rsi", "RSI(close, period), 0..100"),

@@ -23,13 +23,13 @@ DAILY_PRICES = Table(
     name="daily_prices",
     description=(
         "Daily OHLCV bars: one row per symbol and calendar day (crypto) or trading day (others); "
-        "`timestamp` is 00:00 UTC of `date` in ms."
+        "`timestamp` is midnight UTC of `date` in ms."
     ),
     columns=(
         Column("market", pl.String(), "market of the instrument"),
         Column("symbol", pl.String(), "canonical upper-case symbol"),
         Column("date", pl.Date(), "the bar's day (UTC)"),
-        Column("timestamp", pl.Int64(), "00:00 UTC of `date`, unix epoch milliseconds"),
+        Column("timestamp", pl.Int64(), "midnight UTC of `date`, unix epoch milliseconds"),
         Column("open", pl.Float64(), "opening price, quote currency"),
         Column("high", pl.Float64(), "highest price of the day"),
         Column("low", pl.Float64(), "lowest price of the day"),

@@ -22,7 +22,7 @@ TREND_HISTORY = Table(
         Column("market", pl.String(), "market of the instrument"),
         Column("symbol", pl.String(), "canonical upper-case symbol"),
         Column("date", pl.Date(), "the bar's day (UTC)"),
-        Column("timestamp", pl.Int64(), "00:00 UTC of `date`, unix epoch milliseconds"),
+        Column("timestamp", pl.Int64(), "midnight UTC of `date`, unix epoch milliseconds"),
         Column("price", pl.Float64(), "closing price of the day"),
         Column("trend", pl.String(), "direction: up, down or neutral"),
         Column("strength", pl.String(), "weak, moderate or strong, from |signal|"),
@@ -41,7 +41,7 @@ TREND_HISTORY = Table(
 def _extreme(prefix: str, which: str) -> tuple[Column, ...]:
     return (
         Column(f"{prefix}_close", pl.Float64(), f"close of the {which}-closing day of the segment"),
-        Column(f"{prefix}_timestamp", pl.Int64(), "that day, 00:00 UTC in ms"),
+        Column(f"{prefix}_timestamp", pl.Int64(), "that day, midnight UTC in ms"),
         Column(f"{prefix}_date", pl.Date(), "that day (UTC)"),
         Column(f"{prefix}_trend", pl.String(), "the trend label of that day in trend_history"),
     )
@@ -59,7 +59,9 @@ TREND_SEGMENTS = Table(
         Column("segment", pl.Int64(), "0 = oldest, consecutive per symbol"),
         Column("is_running", pl.Boolean(), "true for the newest segment: the current trend"),
         Column("trend", pl.String(), "direction: up, down or neutral"),
-        Column("started_at", pl.Int64(), "start bar, 00:00 UTC in ms (= previous segment's end)"),
+        Column(
+            "started_at", pl.Int64(), "start bar, midnight UTC in ms (= previous segment's end)"
+        ),
         Column("started_on", pl.Date(), "start bar's day (ISO 8601 date)"),
         Column(
             "ended_at", pl.Int64(), "end bar (the next segment's start; latest bar if running), ms"
