@@ -9,6 +9,7 @@ from datetime import timedelta
 import dagster as dg
 
 from pipelines.catalog import BRIEFS, DAILY_PRICES, RAW_NEWS, SENTIMENT_DAILY
+from pipelines.executors import executor_def
 from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.runs import build_publish
 from pipelines.settings import PipelineSettings
@@ -29,23 +30,6 @@ RUN_TAG = "mi/job"
 """Every run of the two jobs carries it: the instance's queue runs at most one run per job at a
 time (`tag_concurrency_limits` in dagster.yaml), so a backfill and the schedule's run of the same
 job never race to commit the same tables."""
-
-
-def executor_def(name: str) -> dg.ExecutorDefinition:
-    """The executor `MI_EXECUTOR` names. In-process by default: on 2 cores a process per step
-    costs more than the steps, and a step already spreads its shards over both cores. Celery and
-    Kubernetes need their integration packages (not locked here; docs/deployment.md)."""
-    if name == "multiprocess":
-        return dg.multiprocess_executor.configured({"max_concurrent": 2})
-    if name == "celery":
-        from dagster_celery import celery_executor
-
-        return celery_executor
-    if name == "k8s":
-        from dagster_k8s import k8s_job_executor
-
-        return k8s_job_executor
-    return dg.in_process_executor
 
 
 def publish_assets(
@@ -73,7 +57,7 @@ def build_defs(
 ) -> dg.Definitions:
     """The jobs over `daily` (day-partitioned) and `news` assets with their publish steps, the
     schedules requesting them, and the freshness checks with the sensor that evaluates them."""
-    executor = executor_def(settings.executor)
+    executor = executor_def(settings)
     checks = freshness_checks()
     # The freshness checks are evaluated by their sensor against the clock, not inside the runs.
     watched = dg.AssetSelection.checks(*checks)

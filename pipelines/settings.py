@@ -13,8 +13,12 @@ from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
 
 DEFAULT_SEED = 20_260_101
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
-"""Dagster executors a run of the daily job can use (`MI_EXECUTOR`); celery and k8s need their
-packages (dagster-celery, dagster-k8s) installed, which the project does not lock."""
+"""Dagster executors a run can use (`MI_EXECUTOR`); k8s needs dagster-k8s, which the project does
+not lock (docs/deployment.md)."""
+CELERY_BROKER_URL = "pyamqp://guest:guest@127.0.0.1:5672//"
+"""RabbitMQ on this machine, as every machine of the project runs it."""
+CELERY_BACKEND_URL = "redis://127.0.0.1:6379/14"
+"""Step results in Redis: they outlive a broker restart (RabbitMQ's `rpc://` replies would not)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class PipelineSettings:
     """Most symbols a shard holds (`MI_SHARD_SYMBOLS`)."""
     news_cadence_minutes: int = 15
     """How often the news refresh runs (`MI_NEWS_CADENCE_MINUTES`, a divisor of 60)."""
+    celery_broker_url: str = CELERY_BROKER_URL
+    """Where `MI_EXECUTOR=celery` sends steps and `mi workers` takes them (`MI_CELERY_BROKER_URL`)."""
+    celery_backend_url: str = CELERY_BACKEND_URL
+    """Where the workers put each step's events for the run (`MI_CELERY_BACKEND_URL`)."""
 
     @property
     def warehouse_dir(self) -> Path:
@@ -80,7 +88,8 @@ class PipelineSettings:
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
     """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE`, `MI_INSTRUMENTS`,
     `MI_DAGSTER_POSTGRES_URL`, `MI_EXECUTOR`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL`, `MI_NOW`,
-    `MI_SHARD_SYMBOLS`, `MI_NEWS_CADENCE_MINUTES` (all optional)."""
+    `MI_SHARD_SYMBOLS`, `MI_NEWS_CADENCE_MINUTES`, `MI_CELERY_BROKER_URL`, `MI_CELERY_BACKEND_URL`
+    (all optional)."""
     env = os.environ if env is None else env
     end = env.get("MI_END_DATE")
     sources = env.get("MI_SOURCES")
@@ -103,6 +112,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
         now=_instant(env["MI_NOW"]) if env.get("MI_NOW") else None,
         shard_symbols=int(env.get("MI_SHARD_SYMBOLS") or DEFAULT_SHARD_SYMBOLS),
         news_cadence_minutes=cadence,
+        celery_broker_url=env.get("MI_CELERY_BROKER_URL") or CELERY_BROKER_URL,
+        celery_backend_url=env.get("MI_CELERY_BACKEND_URL") or CELERY_BACKEND_URL,
     )
 
 
