@@ -6,5 +6,6 @@ COMMANDS: dict[str, str] = {
     "sql": "mi.commands.warehouse:sql",
     "keys": "mi.commands.keys:keys",
     "webhooks": "mi.commands.webhooks:webhooks",
+    "workers": "mi.commands.workers:workers",
 }
 """Subcommand name -> `module:attribute` of its click command."""

@@ -63,6 +63,8 @@ class Progress:
             self._check(event.asset_check_evaluation_data)
         elif (event.is_step_success or event.is_step_failure) and event.step_key:
             self._finished(event, entry.timestamp)
+        elif event.is_run_failure or event.event_type == event.event_type.ENGINE_EVENT:
+            self._run_error(event)
 
     def _finished(self, event: dg.DagsterEvent, at: float) -> None:
         # Event timestamps, not the clock: a multiprocess run's events are replayed after it ends.
@@ -77,6 +79,12 @@ class Progress:
         self._line(f"{key} FAILED after {elapsed:.1f}s: {error.message.strip() if error else ''}")
         if error:
             self.echo(error.to_string().rstrip())
+
+    def _run_error(self, event: dg.DagsterEvent) -> None:
+        """A failure of the run outside any step (an executor that cannot send a step, ...)."""
+        data = event.job_failure_data if event.is_run_failure else event.engine_event_data
+        if data is not None and data.error is not None:
+            self._line(f"run: {(event.message or '').strip()} {data.error.message.strip()}")
 
     def _check(self, evaluation: dg.AssetCheckEvaluation) -> None:
         name = f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} [{self.market}]"
@@ -413,6 +421,11 @@ def materialize(
     if unknown:
         raise click.BadParameter(f"unknown markets {unknown}", param_hint="--market")
     settings = load_settings()
+    if settings.executor == "celery" and settings.dagster_postgres_url is None:
+        raise click.UsageError(
+            "MI_EXECUTOR=celery needs MI_DAGSTER_POSTGRES_URL: the workers record the steps they "
+            "run in the run's Dagster instance, which SQLite files cannot share across hosts"
+        )
     target = day.date() if day else settings.resolved_end_date()
     if since is not None and since.date() > target:
         raise click.BadParameter(f"{since.date()} is after the day {target}", param_hint="--since")
