@@ -8,6 +8,10 @@ Workers are started by a fork server (`forkserver`), never by forking the step's
 of a process whose Polars and Dagster threads may hold locks can deadlock the child. The server
 starts once per process; a worker forked from it runs the program's main module again (`mi.cli`
 imports its subcommands lazily, so that costs milliseconds) and then its chunk.
+
+A step run by a Celery worker runs in one of the worker's pool processes, which are daemonic and
+may not start processes of their own: there the work stays in the step's process (the workers are
+the parallelism of a distributed run).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def map_chunks(
     are the same, in the same order, however many processes compute them.
     """
     count = min(processes or workers(), len(items) // max(1, min_chunk))
-    if count <= 1:
+    if count <= 1 or multiprocessing.current_process().daemon:
         return work(items)
     size = -(-len(items) // count)
     chunks = [items[start : start + size] for start in range(0, len(items), size)]

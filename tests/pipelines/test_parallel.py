@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.queues
 import os
 from collections.abc import Sequence
 
@@ -40,6 +42,23 @@ def test_one_worker_means_no_worker_process(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(parallel.WORKERS_ENV, "1")
     out = parallel.map_chunks(square_with_pid, list(range(100)), min_chunk=10)
     assert {pid for _, pid in out} == {os.getpid()}
+
+
+def _map_in_daemon(results: multiprocessing.queues.Queue[tuple[int, set[int]]]) -> None:
+    out = parallel.map_chunks(square_with_pid, list(range(100)), min_chunk=10, processes=2)
+    results.put((os.getpid(), {pid for _, pid in out}))
+
+
+def test_a_daemonic_process_such_as_a_celery_pool_worker_computes_in_itself() -> None:
+    """Celery's pool processes are daemonic and may not start processes: no error, same results."""
+    context = multiprocessing.get_context("forkserver")
+    results: multiprocessing.queues.Queue[tuple[int, set[int]]] = context.Queue()
+    process = context.Process(target=_map_in_daemon, args=(results,), daemon=True)
+    process.start()
+    pid, used = results.get(timeout=60)
+    process.join(timeout=60)
+    assert process.exitcode == 0
+    assert used == {pid}
 
 
 def test_work_that_loses_results_is_an_error() -> None:
