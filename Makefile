@@ -70,7 +70,7 @@ fmt: install ## apply ruff's fixes and formatting
 	$(BIN)/ruff format .
 
 test: lint typecheck ## lint, type-check and run the whole test suite
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: install ## run the benchmarks, print their table, write data/bench/*.json (BENCH_ARGS="--only api")
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

@@ -18,9 +18,9 @@ CREDENTIALS = {
 
 
 @contextmanager
-def moto_endpoint() -> Iterator[str]:
-    """Start moto's S3 server on 127.0.0.1 (free port), with test credentials in the environment."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+def moto_endpoint(address: str = "127.0.0.1") -> Iterator[str]:
+    """Start moto's S3 server on `address` (free port), with test credentials in the environment."""
+    server = ThreadedMotoServer(ip_address=address, port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     try:

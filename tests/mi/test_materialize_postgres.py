@@ -5,17 +5,17 @@ Each test creates its own database `mi_test_<random>` and drops it afterwards.
 
 from __future__ import annotations
 
-import uuid
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
-import psycopg2
 import pytest
 import yaml
 from click.testing import CliRunner
 from dagster._core.instance.ref import InstanceRef
 
+from benchmarks.services import fresh_database
 from mi.cli import main
 from mi.commands.pipeline import REPO_ROOT, open_instance
 from pipelines.catalog import read_manifest
@@ -23,23 +23,12 @@ from pipelines.schedules import RUN_TAG
 from pipelines.settings import load_settings
 
 TOY = "tests.mi.toy_definitions"
-SERVER = "postgresql://postgres@127.0.0.1:5432"
 
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    """A fresh database of this test alone, dropped (connections and all) afterwards."""
-    name = f"mi_test_{uuid.uuid4().hex[:12]}"
-    admin = psycopg2.connect(f"{SERVER}/postgres")
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{name}"')
-        yield f"{SERVER}/{name}"
-        with admin.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        admin.close()
+    with fresh_database() as url:
+        yield url
 
 
 @pytest.mark.slow
@@ -76,15 +65,18 @@ def test_materialize_records_multiprocess_runs_on_postgres(tmp_path: Path, postg
         assert len(workers) == 2  # the toy step and the publish step, each in its own process
 
 
+@pytest.mark.parametrize("name", ["dagster.yaml", "dagster-celery.yaml"])
 def test_the_shipped_postgres_instance_config_loads(
-    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    """deploy/dagster/dagster.yaml (daemon, webserver and run workers) opens on PostgreSQL from
-    the environment (a `postgresql+psycopg2://` URL, as the file is read without `mi`), with the
-    queued run coordinator."""
+    """deploy/dagster/dagster.yaml and dagster-celery.yaml (daemon, webserver and run workers)
+    open on PostgreSQL from the environment (a `postgresql+psycopg2://` URL, as the file is read
+    without `mi`), with the queued run coordinator."""
     driver_url = postgres_url.replace("postgresql://", "postgresql+psycopg2://")
     monkeypatch.setenv("MI_DAGSTER_POSTGRES_URL", driver_url)
-    config_dir = REPO_ROOT / "deploy" / "dagster"
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    shutil.copy(REPO_ROOT / "deploy" / "dagster" / name, config_dir / "dagster.yaml")
     ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(config_dir))
     with dg.DagsterInstance.from_ref(ref) as instance:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
@@ -97,7 +89,8 @@ def test_the_shipped_postgres_instance_config_loads(
 
 @pytest.mark.parametrize("name", ["dagster-k8s.yaml", "dagster-celery.yaml"])
 def test_the_shipped_executor_configs_are_valid_yaml(name: str) -> None:
-    """The Kubernetes and Celery instance files are shipped, not run here (no cluster, no broker)."""
+    """The Kubernetes instance file is shipped, not run here (no cluster); the Celery one is
+    opened above and its executor run by tests/e2e/test_celery_executor.py."""
     config = yaml.safe_load((REPO_ROOT / "deploy" / "dagster" / name).read_text())
     assert "postgres" in config["storage"]
     assert config["run_launcher"]["module"] in ("dagster_k8s", "dagster.core.launcher")

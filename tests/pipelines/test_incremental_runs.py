@@ -3,8 +3,7 @@ news refresh, some with a refresh mid-day too), every warehouse table equals wha
 last day writes on a fresh warehouse, whatever the shards.
 
 Runs are `mi materialize` of the embedded market (its real definitions, a small universe), in this
-process. Floats compare within 1e-9 relative; rows compare by the table's key; trend_segments'
-`last_updated` is the wall clock of the run that wrote it and is left out.
+process. "The same tables" is `tests.warehouses.assert_same_warehouse`.
 """
 
 from __future__ import annotations
@@ -14,16 +13,14 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
 
-import polars as pl
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from polars.testing import assert_frame_equal
 
 from mi.cli import main
-from pipelines.catalog import TABLES, Table
-from pipelines.warehouse.store import Warehouse
+from pipelines.catalog import open_storage
+from tests.warehouses import assert_same_warehouse as same
 
 FIRST_DAY = date(2026, 2, 2)
 INSTRUMENTS = "16"
@@ -31,9 +28,6 @@ MARKETS = "crypto,forex"
 """A market trading every day and one trading on weekdays (each domain's own tests cover all four)."""
 SHARD_SYMBOLS = 4
 """Several shards per market in the incremental warehouse; the full run keeps the default (one)."""
-WALL_CLOCK = {"trend_segments": ["last_updated"]}
-"""Columns holding when a run happened, not what it computed."""
-
 Step = tuple[int, bool]
 """Days to move on, and whether a news refresh runs at noon of the new day before its daily run."""
 
@@ -61,22 +55,9 @@ def first_load(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return data_dir, saved
 
 
-def comparable(data_dir: Path, table: Table) -> pl.DataFrame:
-    """The table in key order, without wall-clock columns, files named from the data dir."""
-    frame = Warehouse(data_dir / "warehouse").read(table).drop(WALL_CLOCK.get(table.name, []))
-    frame = frame.with_columns(pl.col(pl.String).str.replace_all(str(data_dir), "", literal=True))
-    flat = [c for c, dtype in frame.schema.items() if not dtype.is_nested() and c not in table.key]
-    return frame.sort([*table.key, *flat])
-
-
 def assert_same_warehouse(incremental: Path, full: Path) -> None:
-    for table in TABLES.values():
-        a, b = comparable(incremental, table), comparable(full, table)
-        assert a.height == b.height, f"{table.name}: {a.height} rows against {b.height}"
-        try:
-            assert_frame_equal(a, b, rel_tol=1e-9, abs_tol=0.0)
-        except AssertionError as error:
-            raise AssertionError(f"{table.name}: {error}") from None
+    warehouse = "warehouse"
+    same(open_storage(incremental / warehouse), incremental, open_storage(full / warehouse), full)
 
 
 def days_of(steps: Sequence[Step]) -> list[tuple[date, bool]]:
