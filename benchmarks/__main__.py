@@ -17,7 +17,13 @@ from typing import Any
 from benchmarks.analytics import analytics_section
 from benchmarks.figures import Figure, markdown, read_json, table, write_json
 from benchmarks.load import wrk_available
-from benchmarks.pipeline import END_DATE, INCREMENTAL_SIZE, SIZES, pipeline_section
+from benchmarks.pipeline import (
+    END_DATE,
+    EXECUTORS_SIZE,
+    INCREMENTAL_SIZE,
+    SIZES,
+    pipeline_section,
+)
 from benchmarks.serving import LoadPlan, Workspace, api_section, metering_section
 
 SECTIONS = ("analytics", "api", "metering", "pipeline")
@@ -56,6 +62,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=INCREMENTAL_SIZE,
         help="pipeline: instruments of the incremental daily run (0: none)",
+    )
+    parser.add_argument(
+        "--executors",
+        type=int,
+        default=EXECUTORS_SIZE,
+        help="pipeline: instruments of the executors' comparison (0: none)",
     )
     parser.add_argument(
         "--end-date",
@@ -113,7 +125,12 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         "api": lambda: api_section(workspace, plan, log),
         "metering": lambda: metering_section(workspace, plan, log),
         "pipeline": lambda: pipeline_section(
-            scratch, args.out, args.sizes, args.incremental or None, args.end_date
+            scratch,
+            args.out,
+            args.sizes,
+            args.incremental or None,
+            args.end_date,
+            args.executors or None,
         ),
     }
     info: dict[str, Any] = {
@@ -130,6 +147,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         "pipeline": {
             "sizes": args.sizes,
             "incremental": args.incremental,
+            "executors": args.executors,
             "end_date": args.end_date.isoformat(),
         },
         "section_seconds": {},

@@ -32,6 +32,8 @@ END_DATE = date(2026, 3, 2)
 """A Monday: the next day is a trading day in every market, so the incremental run adds a bar."""
 SIZES = (100, 1000, 5000, 50000)
 INCREMENTAL_SIZE = 5000
+EXECUTORS_SIZE = 5000
+"""Instruments of the executors' comparison (benchmarks/executors.py)."""
 NEWS_DAYS = 7
 """Days of news the refresh finds new (about a hundred articles at 5,000 instruments)."""
 RUN_TIMEOUT = 3600
@@ -47,7 +49,15 @@ DAILY_GOAL = Goal("ratio", "<=", 0.10)
 """One new day costs at most a tenth of the full run."""
 NEWS_GOAL = Goal("project", "<", 5.0)
 """A news refresh of about a hundred new articles, in seconds."""
-UNSET = ("MI_SOURCES", "MI_WAREHOUSE_URL", "MI_DAGSTER_POSTGRES_URL", "MI_S3_ENDPOINT_URL")
+UNSET = (
+    "MI_SOURCES",
+    "MI_WAREHOUSE_URL",
+    "MI_DAGSTER_POSTGRES_URL",
+    "MI_S3_ENDPOINT_URL",
+    "MI_EXECUTOR",
+    "MI_CELERY_BROKER_URL",
+    "MI_CELERY_BACKEND_URL",
+)
 """Settings a developer's shell may hold that would send the runs elsewhere than the scratch dir."""
 
 
@@ -107,12 +117,14 @@ def materialize_run(
     env: Mapping[str, str] | None = None,
     timeout: float = RUN_TIMEOUT,
     args: Sequence[str] = (),
+    settings: Mapping[str, str] | None = None,
 ) -> Run:
     """`mi materialize [args]` of `instruments` up to `end_date` into `data_dir`, timed and
-    measured."""
+    measured; `settings` (MI_* variables) are added after the shell's are cleared."""
     base = {k: v for k, v in (os.environ if env is None else env).items() if k not in UNSET}
     run_env = {
         **base,
+        **(settings or {}),
         "MI_DATA_DIR": str(data_dir),
         "MI_INSTRUMENTS": str(instruments),
         "MI_END_DATE": end_date.isoformat(),
@@ -245,9 +257,10 @@ def pipeline_section(
     sizes: Sequence[int] = SIZES,
     incremental: int | None = INCREMENTAL_SIZE,
     end_date: date = END_DATE,
+    executors: int | None = EXECUTORS_SIZE,
 ) -> list[Figure]:
     """Full runs at every size (smallest first), the incremental day and news refresh, the plot
-    `out/scale.png`."""
+    `out/scale.png`, and the executors compared at `executors` instruments."""
     log = scratch / "pipeline.log"
     runs: list[Run] = []
     full: Run | None = None
@@ -285,4 +298,8 @@ def pipeline_section(
             print(f"  plot: {path}", flush=True)
         else:
             print("  matplotlib not installed (a dev dependency): no plot", flush=True)
+    if executors:
+        from benchmarks.executors import executor_figures  # PostgreSQL, RabbitMQ and Celery
+
+        figures += executor_figures(scratch, executors, end_date, log)
     return figures
