@@ -147,10 +147,12 @@ def _storage(home: Path, postgres_url: str | None) -> dict[str, object]:
     def configured(module: str, cls: str, base_dir: Path) -> dict[str, object]:
         return {"module": module, "class": cls, "config": {"base_dir": str(base_dir)}}
 
+    from pipelines.instance import storage_config
+
     storage = (
         {"postgres": {"postgres_url": psycopg2_url(postgres_url)}}
         if postgres_url
-        else {"sqlite": {"base_dir": str(home / "storage")}}
+        else storage_config(str(home / "storage"))
     )
     return {
         "storage": storage,

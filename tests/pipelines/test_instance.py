@@ -1,0 +1,113 @@
+"""The Dagster instance's SQLite storage: Dagster's own files and records, on pooled connections."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import sqlalchemy as db
+from dagster._core.instance.ref import InstanceRef
+
+from mi.commands.pipeline import REPO_ROOT, open_instance
+from pipelines.instance import OPEN_FILES, PooledSqliteEventLogStorage, SqliteStorage
+from pipelines.settings import load_settings
+
+
+@dg.asset
+def _answer() -> int:
+    return 42
+
+
+@dg.asset_check(asset=_answer)
+def _positive() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=True)
+
+
+def _instance(home: Path) -> dg.DagsterInstance:
+    return open_instance(load_settings({"MI_DATA_DIR": str(home)}))
+
+
+def _materialize(instance: dg.DagsterInstance) -> str:
+    result = dg.materialize([_answer], instance=instance, selection=[_answer])
+    dg.materialize([_answer, _positive], instance=instance)
+    return result.run_id
+
+
+def test_mi_opens_the_instance_on_the_pooled_event_log(tmp_path: Path) -> None:
+    with _instance(tmp_path) as instance:
+        assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
+        # Dagster's `storage: sqlite` layout: an instance can switch between the two.
+        assert (tmp_path / "dagster" / "storage" / "history" / "runs" / "index.db").exists()
+
+
+def test_the_repo_dagster_yaml_names_the_same_storage(tmp_path: Path) -> None:
+    """`make dagster` (webserver and daemon) opens the repo's dagster.yaml with the same class."""
+    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(REPO_ROOT))
+    assert ref.storage_data is not None
+    assert (ref.storage_data.module_name, ref.storage_data.class_name) == (
+        "pipelines.instance",
+        SqliteStorage.__name__,
+    )
+
+
+def test_runs_events_materializations_and_checks_read_back_from_another_instance(
+    tmp_path: Path,
+) -> None:
+    with _instance(tmp_path) as writer:
+        run_id = _materialize(writer)
+    with _instance(tmp_path) as reader:
+        run = reader.get_run_by_id(run_id)
+        assert run is not None
+        assert run.is_success
+        kinds = {e.dagster_event_type for e in reader.all_logs(run_id) if e.is_dagster_event}
+        assert dg.DagsterEventType.ASSET_MATERIALIZATION in kinds
+        assert dg.DagsterEventType.RUN_SUCCESS in kinds
+        # Cross-run index: the latest materialization and the check's evaluation.
+        latest = reader.get_latest_materialization_event(dg.AssetKey("_answer"))
+        assert latest is not None
+        evaluations = reader.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey("_answer"), "_positive"), limit=5
+        )
+        assert len(evaluations) == 1
+
+
+def test_connections_sync_at_checkpoints_in_wal_mode(tmp_path: Path) -> None:
+    with _instance(tmp_path) as instance:
+        _materialize(instance)
+        storage = instance.event_log_storage
+        assert isinstance(storage, PooledSqliteEventLogStorage)
+        with storage.index_connection() as conn:
+            assert conn.execute(db.text("PRAGMA journal_mode")).scalar() == "wal"
+            assert conn.execute(db.text("PRAGMA synchronous")).scalar() == 1  # NORMAL
+
+
+def test_open_database_files_are_bounded(tmp_path: Path) -> None:
+    """Each run has its own file: engines of old runs are closed, the newest kept."""
+    with _instance(tmp_path) as instance:
+        for _ in range(OPEN_FILES):
+            _materialize(instance)
+        storage = instance.event_log_storage
+        assert isinstance(storage, PooledSqliteEventLogStorage)
+        assert len(storage._engines) == OPEN_FILES
+        assert len(instance.get_run_records()) == 2 * OPEN_FILES
+
+
+def test_a_forked_child_stores_on_its_own_connections(tmp_path: Path) -> None:
+    with _instance(tmp_path) as instance:
+        run_id = _materialize(instance)
+        storage = instance.event_log_storage
+        assert isinstance(storage, PooledSqliteEventLogStorage)
+        before = dict(storage._engines)
+        pid = os.fork()
+        if pid == 0:  # the child: store an event, report by exit status
+            try:
+                instance.report_engine_event("from the child", instance.get_run_by_id(run_id))
+                reused = any(storage._engines.get(k) is e for k, e in before.items())
+                os._exit(1 if reused else 0)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        messages = [e.dagster_event.message for e in instance.all_logs(run_id) if e.dagster_event]
+        assert "from the child" in messages
