@@ -37,12 +37,18 @@ class ShardWork:
     def symbols(self, *modes: str) -> list[str]:
         return self.modes.filter(pl.col("mode").is_in(list(modes)))["symbol"].to_list()
 
-    def bars(self, symbols: Sequence[str], since: Mapping[str, date] | None = None) -> pl.DataFrame:
+    def bars(
+        self,
+        symbols: Sequence[str],
+        since: Mapping[str, date] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pl.DataFrame:
         """Stored bars of `symbols` (this run's, when it wrote prices), sorted by symbol and date;
-        with `since`, each symbol's bars from its day on (a symbol not in `since`: all)."""
+        with `since`, each symbol's bars from its day on (a symbol not in `since`: all); with
+        `columns`, only those besides symbol and date."""
         prices = by_shard(self.tx.partitions(DAILY_PRICES.name, self.shard.market))
         files = prices.get(self.shard, {})
-        return read_symbols(self.tx.store.storage, DAILY_PRICES, files, symbols, since)
+        return read_symbols(self.tx.store.storage, DAILY_PRICES, files, symbols, since, columns)
 
     def stored_rows(
         self, table: Table, symbols: Sequence[str], since: Mapping[str, date] | None = None

@@ -9,7 +9,7 @@ file, and the months of a year are merged into the year's file once the next yea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
 import polars as pl
@@ -170,9 +170,11 @@ def read_symbols(
     files: Mapping[str, PartitionFile],
     symbols: Iterable[str],
     since: Mapping[str, date] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """The files' rows of `symbols`, sorted by the table's order; with `since`, each symbol's rows
-    dated on or after its day (a symbol not in `since`: all of its rows)."""
+    dated on or after its day (a symbol not in `since`: all of its rows); with `columns`, only
+    those (and the order's): a whole history read moves a third less data without the others."""
     wanted = pl.Series(list(symbols), dtype=pl.String)
     keys = sorted(files)
     if since and set(wanted.to_list()) <= set(since):
@@ -181,7 +183,10 @@ def read_symbols(
             k for k in keys if (segment := _segment_of(k)) is None or segment_end(segment) >= first
         ]
     entries = [files[k] for k in keys]
-    frame = scan(storage, entries, table).filter(pl.col("symbol").is_in(wanted.implode()))
+    frame = scan(storage, entries, table)
+    if columns is not None:
+        frame = frame.select(list(dict.fromkeys([*order(table), *columns])))
+    frame = frame.filter(pl.col("symbol").is_in(wanted.implode()))
     if since:
         cut = pl.DataFrame(
             {"symbol": list(since), "_since": list(since.values())},

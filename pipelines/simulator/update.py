@@ -43,6 +43,8 @@ from pipelines.simulator.strategies import STRATEGIES
 TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE)
 SIMULATED = (catalog.BACKTEST_TRADES, catalog.BACKTEST_SUMMARIES, catalog.CURRENT_ACTIONS)
 """Tables of a symbol's backtests: rewritten only for the symbols a run recomputes."""
+BAR_COLUMNS = ("close", "high", "low", "volume")
+"""What the signals and the backtests read of a bar (besides its symbol and date)."""
 SCORED = (catalog.SCORECARDS, catalog.RECOMMENDATIONS)
 """Tables that also read other domains' current tables (names, running trends): rewritten for
 every symbol on every run."""
@@ -86,7 +88,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
     full, appended, removed = work.symbols(FULL), work.symbols(APPEND), work.symbols(REMOVED)
     processed = [*full, *appended]
     # Every window is replayed from the symbols' whole history: read it once, for the signals too.
-    bars = work.bars(processed) if processed else DAILY_PRICES.empty()
+    bars = work.bars(processed, columns=BAR_COLUMNS) if processed else DAILY_PRICES.empty()
     state_rows, signal_rows = [], []
     if full:
         mine = bars.filter(pl.col("symbol").is_in(pl.Series(full, dtype=pl.String).implode()))

@@ -155,6 +155,20 @@ def test_symbols_read_across_segments_come_in_symbol_and_date_order(tx: RunTrans
     assert read.equals(DAILY_PRICES.conform(expected))
 
 
+def test_a_read_of_some_columns_holds_them_after_the_order_columns_same_rows(
+    tx: RunTransaction,
+) -> None:
+    rows = pl.concat([bars(s, date(2024, 11, 1), 500, i + 1.0) for i, s in enumerate("CAB")])
+    files = upsert_series(tx, DAILY_PRICES, SHARD, {}, rows, {})
+    since = {"A": date(2025, 6, 1)}
+    whole = read_symbols(tx.store.storage, DAILY_PRICES, files, ["A", "B"], since)
+    read = read_symbols(
+        tx.store.storage, DAILY_PRICES, files, ["A", "B"], since, columns=["close", "date"]
+    )
+    assert read.columns == ["symbol", "date", "close"]
+    assert read.equals(whole.select("symbol", "date", "close"))
+
+
 def test_reading_symbols_since_a_day_skips_the_segments_that_end_before_it(
     tx: RunTransaction,
 ) -> None:
