@@ -26,7 +26,13 @@ from pipelines.warehouse.commits import (
     retired_paths,
 )
 from pipelines.warehouse.staging import staged_paths
-from pipelines.warehouse.store import DEFAULT_GC_GRACE, STAGING_DIR, STAGING_TTL, check_partition
+from pipelines.warehouse.store import (
+    DEFAULT_GC_GRACE,
+    STAGING_DIR,
+    STAGING_TTL,
+    check_partition,
+    write_parquet,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -277,7 +283,7 @@ class ObjectWarehouse:
         relative = f"{table}/market={market}/{name}"
         fs = self.location.filesystem()
         with fs.open_output_stream(self.location.arrow_path(relative)) as stream:
-            frame.write_parquet(stream)
+            write_parquet(frame, stream)
         return relative
 
     def _delete(self, client: Any, relatives: Sequence[str]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -215,7 +216,7 @@ class Warehouse:
         prefix = rest.replace(PARTITION_SEPARATOR, ".") + "." if rest else ""
         name = f"{prefix}{time.time_ns()}-{secrets.token_hex(4)}.parquet"
         temporary = directory / f".{name}.tmp"
-        frame.write_parquet(temporary)
+        write_parquet(frame, temporary)
         _fsync(temporary)
         os.replace(temporary, directory / name)
         return f"{table}/market={market}/{name}"
@@ -239,6 +240,13 @@ class Warehouse:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_parquet(frame: pl.DataFrame, target: Any) -> None:
+    """A warehouse file: zstd at its fastest level. Against zstd's default level, an indicator
+    snapshot shard writes in 0.07 s instead of 0.12 s and reads in 0.035 s instead of 0.065 s,
+    for 2% more bytes (docs/benchmarks.md, "Findings")."""
+    frame.write_parquet(target, compression="zstd", compression_level=1)
 
 
 def check_partition(table: Table, partition: str, frame: pl.DataFrame) -> None:

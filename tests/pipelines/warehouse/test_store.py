@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from pipelines.catalog import INSTRUMENTS, read_manifest
@@ -28,6 +29,17 @@ def test_a_write_lands_in_the_documented_layout(warehouse: Warehouse) -> None:
     relative = commit.path.relative_to(warehouse.root)
     assert relative.parts[:2] == ("instruments", "market=crypto")
     assert relative.suffix == ".parquet"
+
+
+def test_files_are_zstd_compressed(warehouse: Warehouse) -> None:
+    commit = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    metadata = pq.ParquetFile(commit.path).metadata
+    codecs = {
+        metadata.row_group(g).column(c).compression
+        for g in range(metadata.num_row_groups)
+        for c in range(metadata.num_columns)
+    }
+    assert codecs == {"ZSTD"}
 
 
 def test_a_write_never_changes_a_file_a_reader_holds(warehouse: Warehouse) -> None:
