@@ -65,10 +65,26 @@ def rewrite_snapshot(
     kept = scan(tx.store.storage, stored.values(), table).filter(
         ~pl.col("symbol").is_in(gone.implode())
     )
-    frame = pl.concat([kept.collect(), table.conform(rows)], how="vertical_relaxed").sort(
-        order(table)
-    )
-    return {shard.key: tx.write_file(table, shard.key, frame)}
+    frame = pl.concat([kept.collect(), table.conform(rows)], how="vertical_relaxed")
+    return {shard.key: tx.write_file(table, shard.key, sorted_by(frame, order(table)))}
+
+
+def sorted_by(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """`frame` sorted by `columns`: as it is when it already is (the common case: the rows of a
+    day's update come sorted), which one pass checks in a twentieth of a sort's time."""
+    return frame if frame.select(_ascending(columns)).item() else frame.sort(columns)
+
+
+def _ascending(columns: Sequence[str]) -> pl.Expr:
+    """Whether every row is at or before the next in the order of `columns` (key columns are
+    never null)."""
+    rule: pl.Expr | None = None
+    for name in reversed(columns):
+        here, after = pl.col(name), pl.col(name).shift(-1)
+        rule = here <= after if rule is None else (here < after) | ((here == after) & rule)
+    if rule is None:
+        raise ValueError("an order has at least one column")
+    return rule.fill_null(True).all()
 
 
 def segment_key(day: date, newest_year: int) -> str:
@@ -152,7 +168,7 @@ def upsert_series(
             .collect()
         )
         added = tagged.filter(pl.col("_segment") == target).drop("_segment")
-        frame = pl.concat([table.conform(kept), added]).sort(order(table))
+        frame = sorted_by(pl.concat([table.conform(kept), added]), order(table))
         if frame.height:
             key = f"{shard.key}/{target}"
             out[key] = tx.write_file(table, key, frame)

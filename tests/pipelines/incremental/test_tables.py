@@ -16,6 +16,7 @@ from pipelines.incremental.tables import (
     rewrite_snapshot,
     scan,
     segment_end,
+    sorted_by,
     upsert_series,
 )
 from pipelines.warehouse.staging import RunTransaction
@@ -186,3 +187,14 @@ def test_reading_symbols_since_a_day_skips_the_segments_that_end_before_it(
         .otherwise(pl.col("date") >= date(2026, 1, 20))
     )
     assert read.equals(DAILY_PRICES.conform(expected).sort("symbol", "date"))
+
+
+def test_sorted_by_keeps_rows_already_in_order_and_sorts_the_others() -> None:
+    ordered = pl.DataFrame({"symbol": ["A", "A", "B", "B"], "period": [2, 3, 2, 9]})
+    assert sorted_by(ordered, ["symbol", "period"]) is ordered
+    shuffled = ordered.sample(fraction=1.0, shuffle=True, seed=3)
+    assert sorted_by(shuffled, ["symbol", "period"]).equals(ordered)
+    # Lexicographic: a later first column wins over an earlier second one.
+    crossed = pl.DataFrame({"symbol": ["A", "B", "A"], "period": [9, 2, 3]})
+    assert sorted_by(crossed, ["symbol", "period"]).rows() == [("A", 3), ("A", 9), ("B", 2)]
+    assert sorted_by(ordered.head(1), ["symbol"]).height == 1
