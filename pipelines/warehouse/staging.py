@@ -107,9 +107,6 @@ class RunTransaction:
             return dict(staged.partitions)
         return self.manifest.partitions(table, market) if self.manifest else {}
 
-    def is_staged(self, table: str, market: str) -> bool:
-        return (table, market) in self._own or (table, market) in self._staged
-
     def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile:
         """A new immutable file, named by no table until staged (stage it to keep it).
 
