@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from html.parser import HTMLParser
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote_plus, urlsplit, urlunsplit
 
 TRACKING_PARAMS: frozenset[str] = frozenset(
     {"fbclid", "gclid", "dclid", "msclkid", "yclid", "igshid", "mc_cid", "mc_eid", "_ga", "_hsenc"}
@@ -17,6 +18,11 @@ ARTICLE_ID_LENGTH = 20
 
 _WHITESPACE = re.compile(r"\s+")
 _SKIPPED_ELEMENTS = frozenset({"script", "style", "head", "template"})
+_SKIPPED_CONTENT = re.compile(
+    rf"<({'|'.join(sorted(_SKIPPED_ELEMENTS))})\b[^>]*>.*?(?:</\1\s*>|$)",
+    re.IGNORECASE | re.DOTALL,
+)
+_TAG = re.compile(r"<[^>]*(?:>|$)")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -50,11 +56,25 @@ def normalise_whitespace(text: str) -> str:
 
 
 def html_to_text(fragment: str) -> str:
-    """Plain text of an HTML fragment: tags removed, entities decoded, whitespace normalised."""
+    """Plain text of an HTML fragment: tags removed, entities decoded, whitespace normalised.
+
+    Never raises: markup the standard parser refuses is stripped by a plain tag pattern instead.
+    """
     extractor = _TextExtractor()
-    extractor.feed(fragment)
-    extractor.close()
+    try:
+        extractor.feed(fragment)
+        extractor.close()
+    # The standard parser raises on some malformed declarations (`<![ ` raises AssertionError in
+    # _markupbase); which errors depends on the Python release, and feed markup is untrusted.
+    except Exception:
+        return _stripped_text(fragment)
     return normalise_whitespace("".join(extractor.parts))
+
+
+def _stripped_text(fragment: str) -> str:
+    """The text of markup the HTML parser refuses: skipped elements and every `<...>` removed."""
+    without_tags = _TAG.sub(" ", _SKIPPED_CONTENT.sub(" ", fragment))
+    return normalise_whitespace(html.unescape(without_tags))
 
 
 def is_tracking_param(name: str) -> bool:
@@ -65,26 +85,37 @@ def is_tracking_param(name: str) -> bool:
 def canonical_link(url: str) -> str | None:
     """The canonical form of an absolute http(s) URL, or None when `url` is not one.
 
-    Scheme and host are lower-cased, a default port and the fragment are dropped, tracking
-    parameters are removed and the remaining query keeps its order.
+    Scheme and host are lower-cased, a default port and the fragment are dropped, an empty path
+    becomes `/` and tracking parameters are removed; the rest of the query is kept byte for byte.
     """
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        return None
     try:
+        # urlsplit refuses some netlocs (a bad IPv6 literal, characters NFKC maps to `/?#@:`),
+        # and reading the port refuses one that is not a number from 0 to 65535.
+        parts = urlsplit(url.strip())
         port = parts.port
     except ValueError:
         return None
-    host = parts.hostname  # already lower-cased by urlsplit
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return urlunsplit((scheme, _netloc(parts, port), parts.path or "/", _query(parts.query), ""))
+
+
+def _netloc(parts: SplitResult, port: int | None) -> str:
+    """Host (lower-cased by urlsplit, user info dropped) and the port unless it is the default."""
+    host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets
-    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    query = [
-        (k, v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        if not is_tracking_param(k)
-    ]
-    return urlunsplit((scheme, netloc, parts.path or "/", urlencode(query), ""))
+    return host if port in (None, _DEFAULT_PORTS[parts.scheme.lower()]) else f"{host}:{port}"
+
+
+def _query(query: str) -> str:
+    """The query without its tracking parameters; every other parameter keeps its exact bytes.
+
+    Not parsed and re-encoded: that would add `=` to a bare key (`?rss` to `?rss=`) and
+    percent-encode reserved characters, changing the link and the id of an item without a guid.
+    """
+    kept = [p for p in query.split("&") if not is_tracking_param(unquote_plus(p.split("=")[0]))]
+    return "&".join(kept)
 
 
 def canonical_guid(guid: str) -> str:
@@ -98,6 +129,7 @@ def article_id(guid: str | None, link: str | None) -> str:
     identity = guid or link
     if not identity:
         raise ValueError("an article needs a guid or a link")
-    return hashlib.sha1(identity.encode("utf-8"), usedforsecurity=False).hexdigest()[
-        :ARTICLE_ID_LENGTH
-    ]
+    # surrogatepass: a lone surrogate (from a bad character reference) is hashed, not refused;
+    # every other string encodes exactly as in UTF-8, so existing ids are unchanged.
+    digest = hashlib.sha1(identity.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+    return digest.hexdigest()[:ARTICLE_ID_LENGTH]

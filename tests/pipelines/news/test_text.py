@@ -76,3 +76,49 @@ def test_article_id_is_stable_across_runs() -> None:
 def test_article_id_needs_a_guid_or_a_link() -> None:
     with pytest.raises(ValueError, match="guid or a link"):
         article_id(None, None)
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        ("https://example.com/feed?rss", "https://example.com/feed?rss"),
+        ("https://example.com/a?q=a/b:c,d@e", "https://example.com/a?q=a/b:c,d@e"),
+        ("https://example.com/a?q=x%20y+z&r=%2F", "https://example.com/a?q=x%20y+z&r=%2F"),
+        ("https://example.com/a?b=&a&&c=1", "https://example.com/a?b=&a&&c=1"),
+        ("https://example.com/a?id=1;page=2", "https://example.com/a?id=1;page=2"),
+        ("https://example.com/a?q=é", "https://example.com/a?q=é"),
+        ("https://example.com/a?rss&utm_source=x&fbclid=y", "https://example.com/a?rss"),
+        ("https://example.com/a?utm%5Fsource=x&id=1", "https://example.com/a?id=1"),
+        ("https://example.com/a?utm_source=x", "https://example.com/a"),
+        ("https://example.com/a?", "https://example.com/a"),
+        ("https://example.com?rss#top", "https://example.com/?rss"),
+    ],
+)
+def test_canonical_link_keeps_the_query_bytes_except_tracking_params(
+    url: str, canonical: str
+) -> None:
+    assert canonical_link(url) == canonical
+
+
+@pytest.mark.parametrize("url", ["http://[abc/", "https://[::1", "http://a\uff03b/", "http://a:x/"])
+def test_canonical_link_is_none_for_a_url_urlsplit_refuses(url: str) -> None:
+    assert canonical_link(url) is None
+    assert canonical_guid(f" {url} ") == url
+
+
+@pytest.mark.parametrize(
+    ("fragment", "text"),
+    [
+        ("<p>Rates <![ if mso]>held</p>", "Rates held"),
+        ("<p>a &amp; b</p><![ x]><script>hidden('<p>')</script>c<br>d", "a & b c d"),
+        ("<![ if !mso]><style>p {}</style>", ""),
+    ],
+)
+def test_html_the_standard_parser_refuses_is_stripped_to_text_without_raising(
+    fragment: str, text: str
+) -> None:
+    assert html_to_text(fragment) == text
+
+
+def test_article_id_of_a_lone_surrogate_is_a_hash_not_an_error() -> None:
+    assert len(article_id("guid-\ud800", None)) == 20
