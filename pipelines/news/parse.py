@@ -10,11 +10,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import feedparser
 
+from pipelines.news.dates import read_date
 from pipelines.news.model import REASON_SEPARATOR, FeedDocument, NewsItem, Reject
 from pipelines.news.text import (
     article_id,
@@ -64,8 +64,14 @@ def parse_document(document: FeedDocument, policy: ParsePolicy) -> ParsedFeed:
     if not document.content.strip():
         reason = f"empty document: {len(document.content)} bytes"
         return ParsedFeed(rejects=[_feed_reject(document, "", reason)])
-    # A stream, never bytes or a string: feedparser would treat those as a path or URL to open.
-    parsed = feedparser.parse(io.BytesIO(document.content), sanitize_html=True)
+    try:
+        # A stream, never bytes or a string: feedparser would treat those as a path or URL to open.
+        parsed = feedparser.parse(io.BytesIO(document.content), sanitize_html=True)
+    # feedparser's lenient parser raises on some bad markup (a character reference to a lone
+    # surrogate raises UnicodeEncodeError); one such document must not stop the market's news.
+    except Exception as error:
+        text = _decode(document.content, None)
+        return ParsedFeed(rejects=[_feed_reject(document, text, _parser_failure(error))])
     text = _decode(document.content, _raw(parsed, "encoding"))
     entries: list[dict[str, Any]] = list(_raw(parsed, "entries", []))
     outcome = ParsedFeed(items_read=len(entries))
@@ -75,7 +81,7 @@ def parse_document(document: FeedDocument, policy: ParsePolicy) -> ParsedFeed:
     raw_items = _raw_items(text, len(entries))
     for index, entry in enumerate(entries):
         location = f"item {index + 1}"
-        item_or_reasons = parse_entry(entry, document, location, policy)
+        item_or_reasons = _parse_entry_guarded(entry, document, location, policy)
         if isinstance(item_or_reasons, NewsItem):
             outcome.items.append(item_or_reasons)
         else:
@@ -83,6 +89,22 @@ def parse_document(document: FeedDocument, policy: ParsePolicy) -> ParsedFeed:
             reason = REASON_SEPARATOR.join(item_or_reasons)
             outcome.rejects.append(Reject(document.source, location, record[:RECORD_LIMIT], reason))
     return outcome
+
+
+def _parse_entry_guarded(
+    entry: dict[str, Any], document: FeedDocument, location: str, policy: ParsePolicy
+) -> NewsItem | list[str]:
+    """`parse_entry`, with an unexpected error turned into the item's reject reason."""
+    try:
+        return parse_entry(entry, document, location, policy)
+    # Normalisation runs library code on untrusted markup: a defect met by one item must cost
+    # that item only, not the feed's other items (nor the market's news step).
+    except Exception as error:
+        return [_parser_failure(error)]
+
+
+def _parser_failure(error: Exception) -> str:
+    return f"parser failure: {type(error).__name__}: {error}"
 
 
 def parse_entry(
@@ -200,28 +222,25 @@ def _body(entry: dict[str, Any]) -> str:
 def _published_at(entry: dict[str, Any]) -> tuple[datetime | None, str | None]:
     """The item's instant (published, else updated) in UTC, or the reason there is none."""
     for key in ("published", "updated"):
-        parsed = _raw(entry, f"{key}_parsed")
-        if isinstance(parsed, time.struct_time):
-            return datetime.fromtimestamp(calendar.timegm(parsed), UTC), None
         raw = _text_field(entry, key)
+        instant = _from_struct_time(_raw(entry, f"{key}_parsed"))
+        if instant is None and raw:
+            instant = read_date(raw)
+        if instant is not None:
+            return instant, None
         if raw:
-            fallback = _parse_date_fallback(raw)
-            if fallback is not None:
-                return fallback, None
             return None, f"unparseable date: {key} {raw!r}"
     return None, "missing date: the item has no published or updated date"
 
 
-def _parse_date_fallback(raw: str) -> datetime | None:
-    """RFC 822 or ISO 8601 dates feedparser refuses; one without a zone is UTC (the file-drop rule)."""
+def _from_struct_time(parsed: Any) -> datetime | None:
+    """feedparser's UTC time tuple as an instant; None when absent or beyond what datetime holds."""
+    if not isinstance(parsed, time.struct_time):
+        return None
     try:
-        instant = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        try:
-            instant = datetime.fromisoformat(raw)
-        except ValueError:
-            return None
-    return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
+        return datetime.fromtimestamp(calendar.timegm(parsed), UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def _describe_link(entry: dict[str, Any]) -> str:

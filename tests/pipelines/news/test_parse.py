@@ -229,3 +229,117 @@ def test_a_reject_whose_raw_item_cannot_be_matched_keeps_its_fields_as_json(
     parsed = parse_document(rss(item), policy)
     assert parsed.items_read == 2
     assert parsed.rejects[0].record == '{"title": "t"}'
+
+
+def dated(pub_date: str) -> FeedDocument:
+    return rss(f"<item><title>t</title><guid>g</guid><pubDate>{pub_date}</pubDate></item>")
+
+
+@pytest.mark.parametrize(
+    ("pub_date", "instant"),
+    [
+        ("Ter, 05 Mar 2024 14:30:00 -0300", datetime(2024, 3, 5, 17, 30, tzinfo=UTC)),
+        ("Qua, 12 Fev 2025 08:00:00 GMT", datetime(2025, 2, 12, 8, 0, tzinfo=UTC)),
+        ("Sáb, 06 Abr 2024 10:00:00 +0000", datetime(2024, 4, 6, 10, 0, tzinfo=UTC)),
+        ("sab 04 mai 2024 10:00:00 +0000", datetime(2024, 5, 4, 10, 0, tzinfo=UTC)),
+        ("Dom, 01 Set 2024 09:15:00 -0300", datetime(2024, 9, 1, 12, 15, tzinfo=UTC)),
+        ("Sex, 11 Out 2024 23:00:00 -0300", datetime(2024, 10, 12, 2, 0, tzinfo=UTC)),
+        ("Seg, 16 Dez 2024 07:00:00 +0000", datetime(2024, 12, 16, 7, 0, tzinfo=UTC)),
+        ("Qui, 15 Ago 2024 12:00:00 -0300", datetime(2024, 8, 15, 15, 0, tzinfo=UTC)),
+        ("mar., 10 dic. 2024 10:00:00 +0100", datetime(2024, 12, 10, 9, 0, tzinfo=UTC)),
+        ("Mar 10 Ene 2024 10:00:00 +0100", datetime(2024, 1, 10, 9, 0, tzinfo=UTC)),
+        ("lun. 12 févr. 2024 09:00:00 +0100", datetime(2024, 2, 12, 8, 0, tzinfo=UTC)),
+        ("Jeu, 15 Août 2024 09:00:00 +0200", datetime(2024, 8, 15, 7, 0, tzinfo=UTC)),
+        ("Di, 5. März 2024 14:30:00 +0100", datetime(2024, 3, 5, 13, 30, tzinfo=UTC)),
+        ("Do, 03 Okt 2024 08:00:00 +0200", datetime(2024, 10, 3, 6, 0, tzinfo=UTC)),
+    ],
+)
+def test_rfc822_dates_with_portuguese_spanish_french_or_german_names_are_read(
+    pub_date: str, instant: datetime
+) -> None:
+    policy = ParsePolicy(now=datetime(2025, 12, 31, tzinfo=UTC))  # after every date above
+    assert only_item(parse_document(dated(pub_date), policy)).published_at == instant
+
+
+@pytest.mark.parametrize(
+    ("pub_date", "instant"),
+    [
+        ("Thu, 09 Jan 2025 14:30:00 +0100", datetime(2025, 1, 9, 13, 30, tzinfo=UTC)),
+        ("09 Jan 2025 14:30 EST", datetime(2025, 1, 9, 19, 30, tzinfo=UTC)),
+        ("2025-01-09T14:30:00+01:00", datetime(2025, 1, 9, 13, 30, tzinfo=UTC)),
+        ("2025-01-09", datetime(2025, 1, 9, tzinfo=UTC)),
+        ("Thu Jan  9 14:30:00 2025", datetime(2025, 1, 9, 14, 30, tzinfo=UTC)),
+    ],
+)
+def test_the_english_and_iso_dates_read_before_are_still_read_the_same(
+    policy: ParsePolicy, pub_date: str, instant: datetime
+) -> None:
+    assert only_item(parse_document(dated(pub_date), policy)).published_at == instant
+
+
+@pytest.mark.parametrize(
+    "pub_date",
+    [
+        "sometime last week",
+        "Qua, 31 Fev 2025 08:00:00 GMT",
+        "Qua, 12 Fevereirinho 2025 08:00:00 GMT",
+        "Fev Fev Fev",
+        "Ter, Mar",
+        "31 Dec 9999 23:00:00 -0200",
+    ],
+)
+def test_a_date_no_reader_accepts_is_rejected_as_unparseable(
+    policy: ParsePolicy, pub_date: str
+) -> None:
+    reason = only_reject(parse_document(dated(pub_date), policy)).reason
+    assert reason == f"unparseable date: published {pub_date!r}"
+
+
+def test_html_the_standard_parser_refuses_does_not_stop_the_item_or_its_feed(
+    policy: ParsePolicy,
+) -> None:
+    # feedparser's sanitiser hands `<![ if mso]>` on as is; html.parser raised AssertionError on it.
+    parsed = parse_document(
+        rss(
+            "<item><guid>a</guid><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate>"
+            "<description>&lt;p&gt;Rates &lt;![ if mso]&gt;held&lt;/p&gt;</description></item>",
+            "<item><guid>b</guid><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate>"
+            "<description>Second</description></item>",
+        ),
+        policy,
+    )
+    assert parsed.rejects == []
+    assert [i.guid for i in parsed.items] == ["a", "b"]
+    assert "Rates" in parsed.items[0].body
+
+
+def test_an_item_whose_normalisation_fails_is_a_parser_failure_reject_and_the_feed_goes_on(
+    policy: ParsePolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fragile(value: str) -> str:
+        if "boom" in value:
+            raise RuntimeError("boom")
+        return value
+
+    monkeypatch.setattr("pipelines.news.parse.normalise_whitespace", fragile)
+    parsed = parse_document(
+        rss(
+            "<item><guid>a</guid><title>boom</title><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate></item>",
+            "<item><guid>b</guid><title>fine</title><pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate></item>",
+        ),
+        policy,
+    )
+    assert [i.guid for i in parsed.items] == ["b"]
+    reject = only_reject(ParsedFeed(rejects=parsed.rejects))
+    assert (reject.location, reject.reason) == ("item 1", "parser failure: RuntimeError: boom")
+    assert reject.record.startswith("<item><guid>a</guid>")
+    assert len(parsed.items) + len(parsed.rejects) == parsed.items_read
+
+
+def test_a_document_feedparser_itself_fails_on_is_a_feed_reject(policy: ParsePolicy) -> None:
+    # A character reference to a lone surrogate: feedparser's lenient parser raises while encoding it.
+    document = rss("<item><guid>a</guid><title>&#55296;</title></item>")
+    reject = only_reject(parse_document(document, policy))
+    assert reject.location == "feed"
+    assert reject.reason.startswith("parser failure: UnicodeEncodeError:")
+    assert reject.record.startswith("<?xml")
