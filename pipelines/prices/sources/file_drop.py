@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, time
 from pathlib import Path
 
 import numpy as np
@@ -588,53 +588,78 @@ def _read_parquet(file: _File) -> tuple[pl.DataFrame, pl.DataFrame]:
     rows = bars.rows.select(
         *BAR_FIELDS, (number + (file.ordinal << _LINE_BITS)).alias(KEY), "record"
     )
+    # A whole-file reject is keyed at the file, a rejected row (`row N`) at its row.
+    row = pl.col("location").str.strip_prefix("row ").cast(pl.Int64, strict=False)
     bad = bars.unreadable.with_columns(
-        rank=pl.lit(file.kind * 4 + _WHOLE_FILE, pl.Int64),
-        key=pl.lit(file.ordinal << _LINE_BITS, pl.Int64),
+        rank=pl.when(row.is_null())
+        .then(pl.lit(file.kind * 4 + _WHOLE_FILE, pl.Int64))
+        .otherwise(pl.lit(file.kind * 4 + _BAD_LINE, pl.Int64)),
+        key=row.fill_null(0) + (file.ordinal << _LINE_BITS),
     )
     return rows, bad
 
 
-def split_csv_lines(
-    lines: pl.DataFrame, fields: Sequence[str]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split `record` on commas into `fields`; lines of another width or with bad bytes are unreadable."""
-    parts = pl.col("record").str.split(",")
-    width = parts.list.len()
-    reason = (
-        pl.when(pl.col("record").str.contains(INVALID_UTF8, literal=True))
-        .then(pl.lit("line is not valid UTF-8"))
-        .when(width != len(fields))
-        .then(pl.format(f"expected {len(fields)} fields, found {{}}", width))
-    )
-    checked = lines.with_columns(reason=reason)
-    good = checked.filter(pl.col("reason").is_null())
-    split = good.with_columns(
-        parts.list.to_struct(fields=list(fields)).struct.unnest()
-    ).with_columns(pl.col(list(fields)).str.strip_chars().str.strip_chars('"'))
-    garbage = checked.filter(pl.col("reason").is_not_null()).select(
-        "source", "location", "record", "reason"
-    )
-    return split, garbage
-
-
 def read_price_parquet(path: Path) -> RawBars:
-    """Bar rows of one Parquet file with columns `symbol,date,open,high,low,close,volume`."""
+    """Bar rows of one Parquet file with columns `symbol,date,open,high,low,close,volume` (any
+    case; others ignored).
+
+    `date` may be a Date, a timestamp at midnight (any unit; in its time zone if it has one, UTC
+    as vendors write it) or text; a timestamp at another time of day is rejected rather than cut
+    to its day. A null field reads as an empty one, as in a CSV file.
+    """
     try:
         frame = pl.read_parquet(path)
     except Exception as error:  # any unreadable file is a reject, never a crash
         reason = f"not a readable Parquet file: {type(error).__name__}"
         return RawBars(RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", "", reason))
-    missing = [c for c in BAR_FIELDS if c not in frame.columns]
+    named = _bar_columns(frame.columns)
+    missing = [c for c in BAR_FIELDS if c not in named]
     if missing:
         reason = f"Parquet file lacks columns {missing}; file not read"
         return RawBars(
             RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", ",".join(frame.columns), reason)
         )
-    text = frame.select(pl.col(c).cast(pl.String) for c in BAR_FIELDS)
-    rows = text.with_columns(
+    try:
+        return _parquet_rows(frame.select(pl.col(named[c]).alias(c) for c in BAR_FIELDS), path)
+    except pl.exceptions.PolarsError as error:  # a column polars cannot render as text
+        reason = f"not a readable Parquet file: {type(error).__name__}"
+        return RawBars(RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", "", reason))
+
+
+def _bar_columns(columns: Sequence[str]) -> dict[str, str]:
+    """Bar field -> the file's column for it: the exact name, else the first of any case."""
+    named: dict[str, str] = {}
+    for column in columns:
+        field = column.strip().lower()
+        if field in BAR_FIELDS and named.get(field) != field:
+            named[field] = column if column == field or field not in named else named[field]
+    return named
+
+
+def _parquet_rows(frame: pl.DataFrame, path: Path) -> RawBars:
+    """Rows of the bar columns as text; a timestamp not at midnight makes its row unreadable."""
+    stamp = pl.col("date")
+    if isinstance(frame.schema["date"], pl.Datetime):
+        # Wall-clock time and day in the column's own time zone (UTC for vendors' files).
+        off_midnight = stamp.is_not_null() & (stamp.dt.time() != time(0))
+        day = stamp.dt.date().cast(pl.String)
+    else:
+        off_midnight, day = pl.lit(False), stamp.cast(pl.String)
+    text = frame.select(pl.col(c).cast(pl.String).fill_null("") for c in BAR_FIELDS)
+    read = pl.concat(
+        [text, frame.select(_off=off_midnight, _day=day.fill_null(""))], how="horizontal"
+    ).with_columns(
         source=pl.lit(str(path)),
         location=pl.format("row {}", pl.int_range(1, frame.height + 1)),
-        record=pl.concat_str([pl.col(c).fill_null("") for c in BAR_FIELDS], separator=","),
+        record=pl.concat_str(list(BAR_FIELDS), separator=","),
     )
-    return RawBars(rows.select(RAW_BARS_SCHEMA.names()))
+    rows = read.filter(~pl.col("_off")).with_columns(date="_day")
+    if rows.height == read.height:
+        return RawBars(rows.select(RAW_BARS_SCHEMA.names()))
+    bad = read.filter(pl.col("_off")).select(
+        "source",
+        "location",
+        "record",
+        reason=pl.format("date {} is a timestamp that is not midnight", "date"),
+    )
+    return RawBars(rows.select(RAW_BARS_SCHEMA.names()), bad)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipelines.embedded_market import write_embedded_prices
@@ -468,3 +470,94 @@ def test_embedded_day_files_validate_to_their_bars_and_the_documented_defects(
         (Path(s).relative_to(tmp_path).as_posix(), loc)
         for s, loc in rejects.select("source", "location").iter_rows()
     } == {(d.path, d.location) for d in manifest.defects}
+
+
+def _parquet_bars(path: Path, dates: pa.Array, names: tuple[str, ...] = BAR_FIELDS) -> None:
+    """A vendor-style Parquet file of AAPL bars, one per date, with columns named `names`."""
+    count = len(dates)
+    columns = {
+        "symbol": pa.array(["AAPL"] * count),
+        "date": dates,
+        **{c: pa.array([1.0] * count) for c in ("open", "high", "low", "close")},
+        "volume": pa.array([10.0] * count),
+    }
+    table = pa.table(dict(zip(names, columns.values(), strict=True)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+@pytest.mark.parametrize("zone", [None, "UTC"])
+def test_parquet_dates_stored_as_midnight_timestamps_are_read_as_days(
+    tmp_path: Path, unit: str, zone: str | None
+) -> None:
+    midnights = [datetime(2018, 1, 2), datetime(2018, 1, 3)]
+    stamps = pa.array(midnights, type=pa.timestamp(unit, tz=zone))
+    _parquet_bars(tmp_path / "prices/stocks/vendor.parquet", stamps)
+    raw = FileDropSource(tmp_path).daily_bars("stocks", [], None)
+    clean, rejects = validate_bars(raw, "stocks", {"AAPL"}, "fd")
+    assert rejects.is_empty()
+    assert clean["date"].to_list() == [date(2018, 1, 2), date(2018, 1, 3)]
+
+
+@pytest.mark.parametrize(
+    "dates",
+    [
+        pa.array([date(2018, 1, 2)], type=pa.date32()),
+        pa.array(["2018-01-02"], type=pa.string()),
+    ],
+    ids=["date", "iso-text"],
+)
+def test_parquet_dates_as_date_or_iso_text_are_read(tmp_path: Path, dates: pa.Array) -> None:
+    _parquet_bars(tmp_path / "prices/stocks/vendor.parquet", dates)
+    clean, rejects = validate_bars(
+        FileDropSource(tmp_path).daily_bars("stocks", [], None), "stocks", {"AAPL"}, "fd"
+    )
+    assert rejects.is_empty()
+    assert clean["date"].to_list() == [date(2018, 1, 2)]
+
+
+def test_parquet_timestamp_that_is_not_midnight_is_rejected_saying_so(tmp_path: Path) -> None:
+    stamps = pa.array(
+        [datetime(2018, 1, 2), datetime(2018, 1, 3, 15, 30)], type=pa.timestamp("ms", tz="UTC")
+    )
+    _parquet_bars(tmp_path / "prices/stocks/vendor.parquet", stamps)
+    raw = FileDropSource(tmp_path).daily_bars("stocks", [], None)
+    clean, rejects = validate_bars(raw, "stocks", {"AAPL"}, "fd")
+    assert clean["date"].to_list() == [date(2018, 1, 2)]
+    assert rejects.select("location", "reason").row(0) == (
+        "row 2",
+        "date 2018-01-03 15:30:00.000+00:00 is a timestamp that is not midnight",
+    )
+
+
+def test_parquet_column_names_are_matched_in_any_case(tmp_path: Path) -> None:
+    names = ("Symbol", "Date", "Open", "High", "Low", "Close", "Volume")
+    _parquet_bars(
+        tmp_path / "prices/stocks/vendor.parquet",
+        pa.array([datetime(2018, 1, 2)], type=pa.timestamp("us")),
+        names,
+    )
+    clean, rejects = validate_bars(
+        FileDropSource(tmp_path).daily_bars("stocks", [], None), "stocks", {"AAPL"}, "fd"
+    )
+    assert rejects.is_empty()
+    assert clean.select("symbol", "date", "volume").row(0) == ("AAPL", date(2018, 1, 2), 10.0)
+
+
+def test_parquet_null_symbol_or_date_is_rejected_as_an_empty_field(tmp_path: Path) -> None:
+    (tmp_path / "prices/stocks").mkdir(parents=True)
+    pl.DataFrame(
+        {
+            "symbol": ["AAPL", None, "AAPL"],
+            "date": [date(2024, 1, 2), date(2024, 1, 3), None],
+            **{c: [1.0, 1.0, 1.0] for c in ("open", "high", "low", "close", "volume")},
+        }
+    ).write_parquet(tmp_path / "prices/stocks/part-0.parquet")
+    raw = FileDropSource(tmp_path).daily_bars("stocks", [], None)
+    clean, rejects = validate_bars(raw, "stocks", {"AAPL"}, "fd")
+    assert clean["date"].to_list() == [date(2024, 1, 2)]
+    assert dict(zip(rejects["location"], rejects["reason"], strict=True)) == {
+        "row 2": "unknown symbol  (not in the stocks instrument list)",
+        "row 3": "unparseable date ",
+    }
