@@ -1,6 +1,6 @@
 """Dagster adapters of the daily prices domain: the `daily_prices` + `price_rejects` multi-asset."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -28,7 +28,7 @@ PRICE_CHECKS = {
     "high_at_least_open_close": "high >= max(open, close).",
     "low_at_most_open_close": "low <= min(open, close).",
     "no_missing_trading_days": "No calendar day (crypto) or weekday (others) missing inside a series; warns, since holidays exist.",
-    "fresh": "Every symbol's newest stored bar is within its market's freshness budget of the run's day.",
+    "fresh": "Every listed symbol has a stored bar, its newest within its market's freshness budget of the run's day.",
 }
 
 
@@ -101,14 +101,15 @@ def price_check_results(
     states: dict[str, pl.DataFrame],
     reference: date,
     budgets: dict[str, int],
+    listed: Mapping[str, Sequence[str]] | None = None,
 ) -> Iterator[dg.AssetCheckResult]:
     """One result per property: of the bars this run wrote (given shard by shard), and of every
-    market's stored spans."""
+    market's stored spans (and `listed` symbols: market -> the instruments the run asked for)."""
     found = WrittenBars()
     for bars in written:
         found.add(bars)
     yield from row_check_results(found)
-    yield freshness_result(states, reference, budgets)
+    yield freshness_result(states, reference, budgets, listed)
 
 
 def row_check_results(found: WrittenBars) -> Iterator[dg.AssetCheckResult]:
@@ -117,28 +118,39 @@ def row_check_results(found: WrittenBars) -> Iterator[dg.AssetCheckResult]:
 
 
 def freshness_result(
-    states: dict[str, pl.DataFrame], reference: date, budgets: dict[str, int]
+    states: dict[str, pl.DataFrame],
+    reference: date,
+    budgets: dict[str, int],
+    listed: Mapping[str, Sequence[str]] | None = None,
 ) -> dg.AssetCheckResult:
-    """Fails when any symbol's newest stored bar is stale, or when a market holds no bar at all."""
+    """Fails (ERROR) when any symbol's newest stored bar is stale, when a listed symbol has no
+    stored bar at all (its source answered nothing usable), or when a market holds no bar."""
+    listed = listed or {}
     stale = [
         checks.stale_symbols(
-            state.select("symbol", pl.col("last_date").alias("date")), reference, budgets[market]
+            state.select("symbol", pl.col("last_date").alias("date")),
+            reference,
+            budgets[market],
+            listed.get(market, ()),
         ).with_columns(market=pl.lit(market))
         for market, state in states.items()
     ]
     empty = sorted(market for market, state in states.items() if state.is_empty())
-    offending = pl.concat(stale) if stale else pl.DataFrame()
+    offending = pl.concat(stale, how="diagonal_relaxed") if stale else pl.DataFrame()
+    without_bars = offending.filter(pl.col("newest").is_null()) if stale else offending
     days = [d for s in states.values() for d in s["last_date"].to_list()]
     newest = max(days, default=None)
     return dg.AssetCheckResult(
         asset_key="daily_prices",
         check_name="fresh",
         passed=offending.is_empty() and not empty,
+        severity=dg.AssetCheckSeverity.ERROR,
         metadata={
             "reference_day": reference.isoformat(),
             "max_age_days": dg.MetadataValue.json(budgets),
             "newest_date": str(newest) if newest is not None else "none",
             "markets_without_bars": dg.MetadataValue.json(empty),
+            "symbols_without_bars": without_bars.height,
             "stale_symbols": dg.MetadataValue.md(checks.markdown(offending)),
         },
     )
@@ -207,12 +219,8 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
         ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
             tx = warehouse.transaction(context.run.run_id, step_name(context))
             days = run_days(context)
-            results = [
-                update_market(
-                    tx, price_sources.for_market(market), _request(tx, market, days, run_options)
-                )
-                for market in run_options.markets
-            ]
+            requests = [_request(tx, market, days, run_options) for market in run_options.markets]
+            results = [update_market(tx, price_sources.for_market(r.market), r) for r in requests]
             # One shard's bars at a time: the step's memory stays that of a shard.
             found = WrittenBars()
             for shard in (frame for r in results for frame in r.written):
@@ -232,7 +240,8 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             )
             budgets = {m: price_sources.freshness_days[m] for m in states}
             yield from row_check_results(found)
-            yield freshness_result(states, days.through, budgets)
+            listed = {r.market: r.symbols for r in requests}
+            yield freshness_result(states, days.through, budgets, listed)
             yield rejects_result("price_rejects", rejects)
 
         return raw_daily_prices

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 
 import polars as pl
@@ -49,11 +50,19 @@ def missing_trading_days(prices: pl.DataFrame, market: str) -> pl.DataFrame:
     return expected.join(present, on=["symbol", "date"], how="anti").sort("symbol", "date")
 
 
-def stale_symbols(prices: pl.DataFrame, reference: date, max_age_days: int) -> pl.DataFrame:
-    """Symbols whose newest bar is more than `max_age_days` before `reference`, with the age."""
+def stale_symbols(
+    prices: pl.DataFrame, reference: date, max_age_days: int, listed: Sequence[str] = ()
+) -> pl.DataFrame:
+    """Symbols whose newest bar is more than `max_age_days` before `reference`, with the age, and
+    the `listed` symbols without any bar (newest and age null): a symbol whose every answer was
+    unreadable is not fresh."""
     newest = prices.group_by("symbol").agg(newest=pl.col("date").max())
     aged = newest.with_columns(age_days=(pl.lit(reference) - pl.col("newest")).dt.total_days())
-    return aged.filter(pl.col("age_days") > max_age_days).sort("symbol")
+    stale = aged.filter(pl.col("age_days") > max_age_days)
+    never = pl.DataFrame({"symbol": sorted(set(listed))}, schema={"symbol": pl.String}).join(
+        newest.select("symbol"), on="symbol", how="anti"
+    )
+    return pl.concat([stale, never], how="diagonal_relaxed").sort("symbol")
 
 
 def reasons_by_count(rejects: pl.DataFrame) -> pl.DataFrame:

@@ -32,7 +32,7 @@ from pipelines.incremental.tables import (
     segment_key,
     upsert_series,
 )
-from pipelines.prices.sources.base import PROVENANCE, PriceSource, RawBars
+from pipelines.prices.sources.base import PROVENANCE, PriceSource, RawBars, check_answers
 from pipelines.prices.sources.file_drop import BATCH_BYTES, KEY, BarLines
 from pipelines.prices.validate import BAR_SCHEMA, check_bars, rejects_frame, stored_bars
 from pipelines.warehouse.staging import RunTransaction
@@ -504,6 +504,7 @@ def _fetch(
         return _Fetched(rejects, wanted, later, {label: f"{len(wanted)} of {len(listing)} files"})
     plan = _http_plan(state, request, full)
     raw = RawBars.concat([source.daily_bars(market, group, since) for since, group in plan.items()])
+    check_answers(market, raw.answers)
     rows = raw.rows.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(KEY))
     checked = check_bars(rows, market, request.symbols, lambda some: some.select(PROVENANCE))
     held.add(checked.clean)

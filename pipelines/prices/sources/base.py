@@ -25,6 +25,43 @@ class SourceError(RuntimeError):
     """A source could not be read at all (network failure, refused request): the run must fail."""
 
 
+SHOWN_BODY = 300
+"""Characters of an answer's body quoted in an error (enough to recognise an HTML page)."""
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What the requests behind some raw bars answered: how many there were, and the unreadable
+    ones (body not in the source's wire format, e.g. an HTML page served at HTTP 200), each as
+    (URL, body)."""
+
+    requests: int = 0
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+    def __add__(self, other: Answers) -> Answers:
+        return Answers(self.requests + other.requests, self.unreadable + other.unreadable)
+
+
+def check_answers(market: str, answers: Answers) -> None:
+    """Raise `SourceError` when more than half of a market's answers in a run were unreadable.
+
+    A few unreadable answers are rejects like any bad row; a majority means the source itself is
+    broken (an error page, a changed API), and a run that stored its rejects and nothing else
+    would hide that. A strict majority with no minimum count: a market asked once (the ECB's one
+    request) whose answer is unreadable has nothing usable either.
+    """
+    count = len(answers.unreadable)
+    if 2 * count <= answers.requests:
+        return
+    urls = sorted({url.split("?", 1)[0] for url, _ in answers.unreadable})
+    first_url, first_body = answers.unreadable[0]
+    body = " ".join(first_body[:SHOWN_BODY].split())
+    raise SourceError(
+        f"{market}: {count} of {answers.requests} answers from GET {' | '.join(urls)} were not"
+        f" in the source's format; the first, GET {first_url}, began: {body!r}"
+    )
+
+
 def unreadable(rows: Iterable[Mapping[str, str]]) -> pl.DataFrame:
     """Build the frame of records a connector could not split into fields."""
     return pl.DataFrame(list(rows), schema=UNREADABLE_SCHEMA)
@@ -47,16 +84,19 @@ class RawInstruments:
 
 @dataclass(frozen=True)
 class RawBars:
-    """Daily bar rows as read, all strings (`RAW_BARS_SCHEMA`, date as text), plus unreadable records."""
+    """Daily bar rows as read, all strings (`RAW_BARS_SCHEMA`, date as text), plus unreadable
+    records and, for a web source, what its requests answered."""
 
     rows: pl.DataFrame
     unreadable: pl.DataFrame = field(default_factory=lambda: unreadable([]))
+    answers: Answers = field(default_factory=Answers)
 
     @staticmethod
     def concat(parts: Sequence[RawBars]) -> RawBars:
         return RawBars(
             rows=pl.concat([RAW_BARS_SCHEMA.to_frame(), *(p.rows for p in parts)]),
             unreadable=pl.concat([UNREADABLE_SCHEMA.to_frame(), *(p.unreadable for p in parts)]),
+            answers=sum((p.answers for p in parts), Answers()),
         )
 
 

@@ -92,8 +92,12 @@ def build_source(
             raise SourcesConfigError(f"{where} kind = {kind!r} needs an instruments list")
         connector = {"binance": BinanceSource, "ecb": EcbSource, "stooq": StooqSource}[kind]
         return connector(listing, str(path), http=http, **params)
+    except SourcesConfigError:
+        raise
     except (TypeError, KeyError) as error:
         raise SourcesConfigError(f"{where} {type(error).__name__}: {error}") from error
+    except ValueError as error:  # a value the connector refuses, e.g. page_limit = 5000
+        raise SourcesConfigError(f"{where} {error}") from error
 
 
 def _listed(item: Mapping[str, Any], where: str) -> ListedInstrument:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -11,6 +11,7 @@ import polars as pl
 
 from pipelines.prices.sources.base import (
     RAW_BARS_SCHEMA,
+    Answers,
     RawBars,
     SourceError,
     unreadable,
@@ -74,11 +75,25 @@ class EcbSource(ListedHttpSource):
         params = {"format": "csvdata", "startPeriod": (since or self.start_date).isoformat()}
         response = self.http.get(url, params, ok=(200, NO_RESULTS))
         if response.status_code == NO_RESULTS:
-            return RawBars(RAW_BARS_SCHEMA.to_frame())
-        source = str(response.url)
-        rates, bad = parse_exr_csv(response.text, source)
-        rows = [row for s, pair in pairs.items() for row in cross_rows(s, pair, rates, source)]
-        return RawBars(pl.DataFrame(rows, schema=RAW_BARS_SCHEMA), unreadable(bad))
+            return RawBars(RAW_BARS_SCHEMA.to_frame(), answers=Answers(1))
+        return parse_exr_bars(response.text, str(response.url), pairs)
+
+
+def parse_exr_bars(text: str, source: str, pairs: Mapping[str, tuple[str, str]]) -> RawBars:
+    """Bars of every pair (symbol -> (base, quote)) from one SDMX CSV answer; bad lines rejected."""
+    rates, bad = parse_exr_csv(text, source)
+    rows = [row for s, pair in pairs.items() for row in cross_rows(s, pair, rates, source)]
+    unreadable_answer = bool(bad) and bad[0]["location"] == "line 1"
+    answered = Answers(1, ((source, text),) if unreadable_answer else ())
+    return RawBars(pl.DataFrame(rows, schema=RAW_BARS_SCHEMA), unreadable(bad), answered)
+
+
+def _fields(line: str) -> list[str] | None:
+    """The CSV fields of one line, or None when the csv module cannot split it."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:  # e.g. a field beyond the csv module's size limit
+        return None
 
 
 def parse_exr_csv(
@@ -86,8 +101,8 @@ def parse_exr_csv(
 ) -> tuple[dict[str, dict[str, Observation]], list[dict[str, str]]]:
     """currency -> TIME_PERIOD -> observation, read by column name; unreadable lines with reasons."""
     lines = text.removeprefix("\ufeff").splitlines()
-    header = next(csv.reader(lines[:1]), [])
-    if not {"CURRENCY", "TIME_PERIOD", "OBS_VALUE"} <= set(header):
+    header = _fields(lines[0]) if lines else []
+    if header is None or not {"CURRENCY", "TIME_PERIOD", "OBS_VALUE"} <= set(header):
         reason = "response is not SDMX CSV with CURRENCY, TIME_PERIOD and OBS_VALUE columns"
         return {}, [
             {"source": source, "location": "line 1", "record": text[:500], "reason": reason}
@@ -97,9 +112,13 @@ def parse_exr_csv(
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        fields = next(csv.reader([line]))
-        if len(fields) != len(header):
-            reason = f"expected {len(header)} fields, found {len(fields)}"
+        fields = _fields(line)
+        if fields is None or len(fields) != len(header):
+            reason = (
+                "line cannot be split as CSV"
+                if fields is None
+                else f"expected {len(header)} fields, found {len(fields)}"
+            )
             bad.append(
                 {"source": source, "location": f"line {number}", "record": line, "reason": reason}
             )

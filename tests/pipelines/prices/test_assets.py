@@ -194,6 +194,38 @@ def test_stale_series_fail_the_freshness_check(tmp_path: Path) -> None:
     assert "AAPL" in str(check.metadata["stale_symbols"].value)
 
 
+def test_a_listed_symbol_without_any_bar_fails_the_freshness_check(tmp_path: Path) -> None:
+    # MSFT's only line is unreadable: one reject and no bar, which is not "fresh".
+    settings = settings_for(tmp_path)
+    write_drop(
+        settings.embedded_dir,
+        {
+            "instruments/stocks.csv": INSTRUMENT_LIST,
+            "prices/stocks/AAPL.csv": AAPL,
+            "prices/stocks/MSFT.csv": HEADER + "<html>maintenance</html>\n",
+        },
+    )
+    check = checks_by_name(materialize(settings))["fresh"]
+    assert not check.passed
+    assert check.severity == dg.AssetCheckSeverity.ERROR
+    assert check.metadata["symbols_without_bars"].value == 1
+    assert "MSFT" in str(check.metadata["stale_symbols"].value)
+    assert "AAPL" not in str(check.metadata["stale_symbols"].value)
+
+
+def test_freshness_fails_for_listed_symbols_missing_from_the_stored_spans() -> None:
+    states = {"stocks": pl.DataFrame({"symbol": ["A"], "last_date": [date(2024, 1, 2)]})}
+    listed = {"stocks": ["A", "B"]}
+    [fresh] = [
+        r
+        for r in price_check_results([], states, date(2024, 1, 2), {"stocks": 4}, listed)
+        if r.check_name == "fresh"
+    ]
+    assert not fresh.passed
+    assert fresh.severity == dg.AssetCheckSeverity.ERROR
+    assert "| B " in str(fresh.metadata["stale_symbols"].value)
+
+
 def test_embedded_mode_depends_on_the_embedded_market_prices(
     clean_stocks: PipelineSettings,
 ) -> None:

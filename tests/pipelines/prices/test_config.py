@@ -84,3 +84,13 @@ def test_base_url_is_configurable(tmp_path: Path) -> None:
 def test_an_invalid_sources_file_is_an_error(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(SourcesConfigError, match=message):
         load_sources(settings(tmp_path, write(tmp_path, text)))
+
+
+@pytest.mark.parametrize("page_limit", ["0", "1500", '"1000"'])
+def test_a_binance_page_limit_outside_1_to_1000_is_refused_naming_the_setting(
+    tmp_path: Path, page_limit: str
+) -> None:
+    text = EXAMPLE.read_text().replace("page_limit = 1000", f"page_limit = {page_limit}")
+    assert f"page_limit = {page_limit}" in text
+    with pytest.raises(SourcesConfigError, match=r"\[markets\.crypto\] page_limit = "):
+        load_sources(settings(tmp_path, write(tmp_path, text)))

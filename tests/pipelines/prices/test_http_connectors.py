@@ -11,7 +11,7 @@ from pipelines.prices.sources.base import SourceError
 from pipelines.prices.sources.binance import BinanceSource
 from pipelines.prices.sources.ecb import EcbSource
 from pipelines.prices.sources.http import HttpFetcher, HttpPolicy, ListedInstrument
-from pipelines.prices.sources.stooq import StooqSource
+from pipelines.prices.sources.stooq import StooqSource, parse_stooq_csv
 from pipelines.prices.validate import validate_bars
 from tests.pipelines.prices.loopback import Reply, route, serve
 
@@ -21,10 +21,19 @@ FAST = HttpFetcher(
 KLINES = "/api/v3/klines"
 JAN_1, JAN_4 = "1704067200000", "1704326400000"
 BTC = [ListedInstrument("BTC", "Bitcoin", remote="BTCUSDT")]
+RECORDED_TODAY = date(2024, 1, 4)
+"""The day of the newest kline in the recorded Binance answers (the still-open one)."""
 
 
-def binance(base_url: str, page_limit: int = 3) -> BinanceSource:
-    return BinanceSource(BTC, "sources.toml", base_url=base_url, page_limit=page_limit, http=FAST)
+def binance(base_url: str, page_limit: int = 3, today: date = RECORDED_TODAY) -> BinanceSource:
+    return BinanceSource(
+        BTC,
+        "sources.toml",
+        base_url=base_url,
+        page_limit=page_limit,
+        http=FAST,
+        today=lambda: today,
+    )
 
 
 def reasons(rejects: pl.DataFrame) -> dict[str, str]:
@@ -34,7 +43,7 @@ def reasons(rejects: pl.DataFrame) -> dict[str, str]:
 # Binance
 
 
-def test_binance_klines_are_paginated_by_start_time_until_a_short_page() -> None:
+def test_binance_klines_are_paginated_by_start_time_until_todays_kline() -> None:
     routes = [
         (route(KLINES, startTime=JAN_1), [Reply(fixture="binance/klines_BTCUSDT_2024-01-01.json")]),
         (route(KLINES, startTime=JAN_4), [Reply(fixture="binance/klines_BTCUSDT_2024-01-04.json")]),
@@ -223,11 +232,13 @@ def test_stooq_malformed_rows_are_rejected_with_reasons() -> None:
     with serve([(route(QUOTES, s="msft.us"), [csv])]) as server:
         raw = stooq(server.base_url).daily_bars("stocks", ["MSFT"], None)
     clean, rejects = validate_bars(raw, "stocks", {"MSFT"}, "stooq")
-    assert clean["date"].to_list() == [date(2024, 1, 2)]
+    assert clean["date"].to_list() == [date(2024, 1, 2), date(2024, 1, 4)]
+    assert clean["volume"].to_list() == [25258626.0, 0.0]  # line 5 has no volume field
     found = reasons(rejects)
-    assert found["line 3"] == "expected 6 fields, found 1"
-    assert found["line 4"].startswith("close is not a positive finite number (-370.6)")
-    assert found["line 5"] == "expected 6 fields, found 5"
+    assert found == {
+        "line 3": "expected 6 fields, found 1",
+        "line 4": "close is not a positive finite number (-370.6); low is above min(open, close)",
+    }
 
 
 def test_stooq_no_data_is_a_reject_naming_the_symbol() -> None:
@@ -257,3 +268,88 @@ def test_configured_instruments_are_listed_with_their_place_in_the_sources_file(
         "Microsoft",
         "markets.stocks.instruments[1]",
     )
+
+
+# Paging and columns as the real services answer
+
+
+def test_binance_paging_goes_on_after_a_page_shorter_than_page_limit() -> None:
+    # Binance answers at most 1,000 klines whatever `limit` asks: a short page is not the end.
+    routes = [
+        (route(KLINES, startTime=JAN_1), [Reply(fixture="binance/klines_BTCUSDT_2024-01-01.json")]),
+        (route(KLINES, startTime=JAN_4), [Reply(fixture="binance/klines_BTCUSDT_2024-01-04.json")]),
+    ]
+    with serve(routes) as server:
+        raw = binance(server.base_url, page_limit=1000).daily_bars(
+            "crypto", ["BTC"], date(2024, 1, 1)
+        )
+    assert [r.query["startTime"] for r in server.requests] == [JAN_1, JAN_4]
+    assert raw.rows["date"].to_list() == [f"2024-01-0{d}" for d in (1, 2, 3, 4)]
+
+
+def test_binance_paging_stops_on_an_empty_page() -> None:
+    jan_5 = "1704412800000"
+    routes = [
+        (route(KLINES, startTime=JAN_1), [Reply(fixture="binance/klines_BTCUSDT_2024-01-01.json")]),
+        (route(KLINES, startTime=JAN_4), [Reply(fixture="binance/klines_BTCUSDT_2024-01-04.json")]),
+        (route(KLINES, startTime=jan_5), [Reply(fixture="binance/klines_empty.json")]),
+    ]
+    with serve(routes) as server:
+        source = binance(server.base_url, page_limit=3, today=date(2024, 1, 10))
+        raw = source.daily_bars("crypto", ["BTC"], date(2024, 1, 1))
+    assert [r.query["startTime"] for r in server.requests] == [JAN_1, JAN_4, jan_5]
+    assert raw.rows.height == 4
+    assert raw.unreadable.is_empty()
+
+
+@pytest.mark.parametrize("page_limit", [0, 1001, 5000])
+def test_binance_page_limit_outside_1_to_1000_is_refused(page_limit: int) -> None:
+    with pytest.raises(ValueError, match=rf"page_limit = {page_limit} is outside 1\.\.1000"):
+        binance("http://127.0.0.1:9", page_limit=page_limit)
+
+
+def test_stooq_rows_without_a_volume_field_are_stored_with_volume_0() -> None:
+    spx = [ListedInstrument("SPX", "S&P 500", remote="^spx")]
+    csv = Reply(fixture="stooq/spx_d_volume_partly_missing.csv", content_type="text/csv")
+    with serve([(route(QUOTES, s="^spx"), [csv])]) as server:
+        raw = stooq(server.base_url, spx).daily_bars("stocks", ["SPX"], None)
+    clean, rejects = validate_bars(raw, "stocks", {"SPX"}, "stooq")
+    assert rejects.is_empty()
+    assert clean["date"].to_list() == [date(2024, 1, d) for d in (2, 3, 4, 5)]
+    assert clean["volume"].to_list() == [2561850000.0, 0.0, 2422050000.0, 0.0]
+    assert clean["close"].to_list() == [4742.83, 4704.81, 4688.68, 4697.24]
+
+
+def test_stooq_columns_are_read_by_header_name_and_open_interest_is_ignored() -> None:
+    crude = [ListedInstrument("WTI", "WTI crude oil", remote="cl.f")]
+    csv = Reply(fixture="stooq/cl.f_d_open_interest.csv", content_type="text/csv")
+    with serve([(route(QUOTES, s="cl.f"), [csv])]) as server:
+        raw = stooq(server.base_url, crude).daily_bars("commodities", ["WTI"], None)
+    clean, rejects = validate_bars(raw, "commodities", {"WTI"}, "stooq")
+    assert rejects.is_empty()
+    first = clean.row(0, named=True)
+    assert (first["open"], first["close"], first["volume"]) == (71.65, 70.38, 302615.0)
+
+
+def test_stooq_header_names_are_matched_in_any_case_and_order() -> None:
+    body = "close,DATE,Volume,open,High,LOW\n1.5,2024-01-02,10,1,2,0.5\n1.5,2024-01-03\n"
+    raw = parse_stooq_csv(body, "http://stooq/q/d/l/?s=x", "X")
+    assert raw.rows.select("date", "open", "high", "low", "close", "volume").row(0) == (
+        "2024-01-02",
+        "1",
+        "2",
+        "0.5",
+        "1.5",
+        "10",
+    )
+    # Too short to reach every price column: unreadable, not a bar with holes.
+    assert raw.unreadable.select("location", "reason").row(0) == (
+        "line 3",
+        "expected 6 fields, found 2",
+    )
+
+
+def test_stooq_line_with_more_fields_than_the_header_is_rejected() -> None:
+    raw = parse_stooq_csv("Date,Open,High,Low,Close\n2024-01-02,1,2,0.5,1.5,7\n", "u", "X")
+    assert raw.rows.is_empty()
+    assert raw.unreadable["reason"].to_list() == ["expected 5 fields, found 6"]
