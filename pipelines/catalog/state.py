@@ -50,7 +50,7 @@ def files_read(name: str, what: str) -> Table:
         description=f"{what} files read so far, with the size and modification time seen then.",
         columns=(
             Column("market", pl.String(), "market the file belongs to"),
-            Column("path", pl.String(), "the file's path"),
+            Column("path", pl.String(), "the file's path under the source's root"),
             Column("size", pl.Int64(), "size in bytes when read"),
             Column("mtime_ns", pl.Int64(), "modification time when read, ns since the epoch"),
         ),

@@ -55,7 +55,7 @@ class FileDropNewsSource(NewsSource):
             return []
         paths = [*folder.glob("*.xml"), *folder.glob("*/*.xml")]
         listed = (p for p in paths if not p.name.startswith(".") and p.is_file())
-        return sorted(stat_files(listed), key=lambda f: f.path)
+        return sorted(stat_files(listed, self.root), key=lambda f: f.path)
 
     def documents_at(self, market: str, paths: Sequence[str]) -> list[FeedDocument]:
         """Exactly these documents (paths as `listing` gives them), in path order."""

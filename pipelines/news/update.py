@@ -15,7 +15,7 @@ from pipelines.news.batch import RawNewsBatch, build_batch
 from pipelines.news.model import FeedDocument
 from pipelines.news.parse import ParsePolicy
 from pipelines.news.sources import NewsSource
-from pipelines.prices.update import ListedFile, changed_files
+from pipelines.prices.update import ListedFile, changed_files, files_read_frame
 from pipelines.warehouse.staging import RunTransaction
 
 
@@ -79,15 +79,7 @@ def _documents(
 def _stage_files_read(
     tx: RunTransaction, market: str, read: Sequence[ListedFile], full: bool
 ) -> None:
-    done = pl.DataFrame(
-        {
-            "market": market,
-            "path": [f.path for f in read],
-            "size": [f.size for f in read],
-            "mtime_ns": [f.mtime_ns for f in read],
-        },
-        schema=NEWS_FILES.schema,
-    )
+    done = files_read_frame(market, read)
     stored = NEWS_FILES.empty() if full else stored_rows(tx, NEWS_FILES, market)
     frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
     tx.stage(NEWS_FILES.name, market, {market: tx.write_file(NEWS_FILES, market, frame)})

@@ -54,6 +54,11 @@ class ListedFile(Protocol):
     @property
     def mtime_ns(self) -> int: ...
 
+    @property
+    def name(self) -> str:
+        """The file's path under its source's root: the key of the files-read tables."""
+        ...
+
 
 @runtime_checkable
 class FileSource(Protocol):
@@ -526,10 +531,10 @@ def _dated_after(lines: BarLines, dates: pl.Series, through: date) -> set[str]:
 def changed_files(listing: Sequence[ListedFile], seen: pl.DataFrame) -> list[ListedFile]:
     """Files of `listing` not read yet, or changed (size or modification time) since they were."""
     before = {
-        path: (size, mtime)
-        for path, size, mtime in seen.select("path", "size", "mtime_ns").iter_rows()
+        name: (size, mtime)
+        for name, size, mtime in seen.select("path", "size", "mtime_ns").iter_rows()
     }
-    return [f for f in listing if before.get(f.path) != (f.size, f.mtime_ns)]
+    return [f for f in listing if before.get(f.name) != (f.size, f.mtime_ns)]
 
 
 def _http_plan(state: pl.DataFrame, request: Request, full: bool) -> dict[date | None, list[str]]:
@@ -562,15 +567,21 @@ def _stage_files_read(
     full: bool,
 ) -> None:
     """Remember the files read, except those holding bars after the run's day (read again later)."""
-    done = pl.DataFrame(
+    done = files_read_frame(market, [f for f in read if f.path not in later])
+    stored = PRICE_FILES.empty() if full else _stored(tx, PRICE_FILES, market)
+    frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
+    tx.stage(PRICE_FILES.name, market, {market: tx.write_file(PRICE_FILES, market, frame)})
+
+
+def files_read_frame(market: str, read: Sequence[ListedFile]) -> pl.DataFrame:
+    """Rows of a files-read table (price_files, news_files): each file by its name under its
+    source's root, with the size and modification time it was read at."""
+    return pl.DataFrame(
         {
             "market": market,
-            "path": [f.path for f in read],
+            "path": [f.name for f in read],
             "size": [f.size for f in read],
             "mtime_ns": [f.mtime_ns for f in read],
         },
         schema=PRICE_FILES.schema,
-    ).filter(~pl.col("path").is_in(pl.Series(sorted(later), dtype=pl.String).implode()))
-    stored = PRICE_FILES.empty() if full else _stored(tx, PRICE_FILES, market)
-    frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
-    tx.stage(PRICE_FILES.name, market, {market: tx.write_file(PRICE_FILES, market, frame)})
+    )

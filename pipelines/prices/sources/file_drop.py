@@ -91,7 +91,7 @@ class FileDropSource(PriceSource):
         """Every price file of the market (day files, per-symbol CSVs, Parquet), by path."""
         folder = self._folder(market)
         paths = [*folder.glob("*.csv"), *(folder / DAYS).glob("*.csv"), *folder.glob("*.parquet")]
-        return sorted(stat_files(p for p in paths if _listed(p)), key=lambda f: f.path)
+        return sorted(stat_files((p for p in paths if _listed(p)), self.root), key=lambda f: f.path)
 
     def read_bars(self, market: str, paths: Sequence[str]) -> RawBars:
         """Bar rows of exactly these files (paths as `listing` gives them).

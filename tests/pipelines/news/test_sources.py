@@ -237,3 +237,16 @@ def test_combined_source_concatenates_its_parts(file_drop: Path) -> None:
     )
     assert combined.documents("crypto")[-1] == recorded
     assert len(combined.documents("crypto")) == 7
+
+
+def test_file_drop_lists_each_document_by_its_path_under_the_root(
+    file_drop: Path, tmp_path: Path
+) -> None:
+    """The name is what `news_files` remembers: the same for a drop moved elsewhere."""
+    moved = tmp_path / "moved"
+    shutil.copytree(file_drop, moved)
+    here = FileDropNewsSource(file_drop).listing("crypto")
+    there = FileDropNewsSource(moved).listing("crypto")
+    assert [f.name for f in here] == [f.name for f in there]
+    assert all(f.name.startswith("news/crypto/") for f in here)
+    assert [f.path for f in here] != [f.path for f in there]

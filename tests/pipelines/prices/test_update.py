@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
@@ -309,3 +310,19 @@ def test_a_new_day_file_is_the_only_file_read_and_appends_a_day(tmp_path: Path) 
     assert result.bars()["date"].unique().to_list() == [day(11)]
     stored = warehouse.read(DAILY_PRICES)
     assert stored.filter(pl.col("date") == day(11)).height == len(SYMBOLS)
+
+
+def test_a_file_drop_moved_elsewhere_is_not_read_again_whole(tmp_path: Path) -> None:
+    """Files are remembered by their path under the drop's root: a data directory restored or
+    moved (times kept, as `cp -a` keeps them) reads only what is new."""
+    file_drop(tmp_path / "drop", "days")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    tx = RunTransaction(warehouse, "r1", "prices")
+    update_market(tx, FileDropSource(tmp_path / "drop"), Request("crypto", SYMBOLS, day(10)))
+    RunTransaction(warehouse, "r1", "publish").commit()
+    shutil.copytree(tmp_path / "drop", tmp_path / "moved")  # copy2: modification times kept
+    tx = RunTransaction(warehouse, "r2", "prices")
+    moved = FileDropSource(tmp_path / "moved")
+    result = update_market(tx, moved, Request("crypto", SYMBOLS, day(11)))
+    assert result.fetched == {"new or changed files": "1 of 13 files"}
+    assert result.bars()["date"].unique().to_list() == [day(11)]
