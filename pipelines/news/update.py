@@ -15,7 +15,7 @@ from pipelines.news.batch import RawNewsBatch, build_batch
 from pipelines.news.model import FeedDocument
 from pipelines.news.parse import ParsePolicy
 from pipelines.news.sources import NewsSource
-from pipelines.prices.update import ListedFile, changed_files, files_read_frame
+from pipelines.prices.update import ListedFile, changed_files, stage_files_read
 from pipelines.warehouse.staging import RunTransaction
 
 
@@ -59,7 +59,7 @@ def update_news(
     )
     tx.stage(NEWS_REJECTS.name, market, {market: tx.write_file(NEWS_REJECTS, market, log)})
     if read is not None:
-        _stage_files_read(tx, market, read, full)
+        stage_files_read(tx, NEWS_FILES, market, read, full)
     return MarketNews(batch, described, articles.height, log.height)
 
 
@@ -74,12 +74,3 @@ def _documents(
     wanted = listing if everything else changed_files(listing, seen)
     documents = source.documents_at(market, [f.path for f in wanted])
     return documents, wanted, f"{len(wanted)} of {len(listing)} documents"
-
-
-def _stage_files_read(
-    tx: RunTransaction, market: str, read: Sequence[ListedFile], full: bool
-) -> None:
-    done = files_read_frame(market, read)
-    stored = NEWS_FILES.empty() if full else stored_rows(tx, NEWS_FILES, market)
-    frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
-    tx.stage(NEWS_FILES.name, market, {market: tx.write_file(NEWS_FILES, market, frame)})

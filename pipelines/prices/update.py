@@ -30,6 +30,7 @@ from pipelines.incremental.tables import (
     rewrite_snapshot,
     scan,
     segment_key,
+    stored_rows,
     upsert_series,
 )
 from pipelines.prices.sources.base import PROVENANCE, PriceSource, RawBars, check_answers
@@ -123,7 +124,7 @@ def update_market(
     shard (spilled to temporary files beyond `held_bytes`); each shard is then written in turn.
     """
     market = request.market
-    state = _stored(tx, PRICE_STATE, market)
+    state = stored_rows(tx, PRICE_STATE, market)
     count = shard_count(len(request.symbols), request.shard_symbols)
     stored_count = {s.count for s in by_shard(tx.partitions(PRICE_STATE.name, market))}
     full = request.full or state.is_empty() or stored_count != {count}
@@ -159,7 +160,9 @@ def update_market(
     tx.stage(PRICE_STATE.name, market, state_files)
     _stage_rejects(tx, market, fetch.rejects, full)
     if fetch.files is not None:
-        _stage_files_read(tx, market, fetch.files, fetch.later, full)
+        # Files holding bars after the run's day are not remembered: a later run reads them again.
+        read = [f for f in fetch.files if f.path not in fetch.later]
+        stage_files_read(tx, PRICE_FILES, market, read, full)
     return result
 
 
@@ -316,11 +319,6 @@ def _first_segments(
         name = f"{shard.key}/{segment_key(start, newest.year)}"
         files[name] = tx.write_file(DAILY_PRICES, name, rows.filter(segments == segment))
     return files
-
-
-def _stored(tx: RunTransaction, table: Table, market: str) -> pl.DataFrame:
-    """Every stored row of one market's partition of `table`, as this run sees it."""
-    return scan(tx.store.storage, tx.partitions(table.name, market).values(), table).collect()
 
 
 def _removed(state: pl.DataFrame, shard: Shard, members: Mapping[Shard, list[str]]) -> list[str]:
@@ -487,7 +485,7 @@ def _fetch(
     market = request.market
     if isinstance(source, FileSource):
         listing = list(source.listing(market))
-        seen = _stored(tx, PRICE_FILES, market)
+        seen = stored_rows(tx, PRICE_FILES, market)
         new_symbols = set(request.symbols) - set(state["symbol"].to_list())
         everything = full or request.since is not None or bool(new_symbols)
         wanted = listing if everything else changed_files(listing, seen)
@@ -552,36 +550,27 @@ def _http_plan(state: pl.DataFrame, request: Request, full: bool) -> dict[date |
 
 def _stage_rejects(tx: RunTransaction, market: str, rejects: pl.DataFrame, full: bool) -> None:
     """The rejects table is a log of what runs read: each rejected record once, where first seen."""
-    stored = PRICE_REJECTS.empty() if full else _stored(tx, PRICE_REJECTS, market)
+    stored = PRICE_REJECTS.empty() if full else stored_rows(tx, PRICE_REJECTS, market)
     log = pl.concat([stored, rejects]).unique(
         ["source", "location", "record", "reason"], keep="first", maintain_order=True
     )
     tx.stage(PRICE_REJECTS.name, market, {market: tx.write_file(PRICE_REJECTS, market, log)})
 
 
-def _stage_files_read(
-    tx: RunTransaction,
-    market: str,
-    read: Sequence[ListedFile],
-    later: set[str],
-    full: bool,
+def stage_files_read(
+    tx: RunTransaction, table: Table, market: str, read: Sequence[ListedFile], full: bool
 ) -> None:
-    """Remember the files read, except those holding bars after the run's day (read again later)."""
-    done = files_read_frame(market, [f for f in read if f.path not in later])
-    stored = PRICE_FILES.empty() if full else _stored(tx, PRICE_FILES, market)
-    frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
-    tx.stage(PRICE_FILES.name, market, {market: tx.write_file(PRICE_FILES, market, frame)})
-
-
-def files_read_frame(market: str, read: Sequence[ListedFile]) -> pl.DataFrame:
-    """Rows of a files-read table (price_files, news_files): each file by its name under its
-    source's root, with the size and modification time it was read at."""
-    return pl.DataFrame(
+    """Remember the files read in a files-read table (price_files, news_files), each by its name
+    under its source's root with the size and modification time it was read at."""
+    done = pl.DataFrame(
         {
             "market": market,
             "path": [f.name for f in read],
             "size": [f.size for f in read],
             "mtime_ns": [f.mtime_ns for f in read],
         },
-        schema=PRICE_FILES.schema,
+        schema=table.schema,
     )
+    stored = table.empty() if full else stored_rows(tx, table, market)
+    frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
+    tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})

@@ -25,6 +25,8 @@ class SourceError(RuntimeError):
     """A source could not be read at all (network failure, refused request): the run must fail."""
 
 
+INVALID_UTF8 = "\ufffd"
+"""What a byte that is not UTF-8 reads as (decoded with errors="replace")."""
 SHOWN_BODY = 300
 """Characters of an answer's body quoted in an error (enough to recognise an HTML page)."""
 

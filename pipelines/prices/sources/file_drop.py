@@ -17,6 +17,7 @@ import polars as pl
 from pipelines.prices.sources.base import (
     BAR_FIELDS,
     INSTRUMENT_FIELDS,
+    INVALID_UTF8,
     RAW_BARS_SCHEMA,
     RAW_INSTRUMENTS_SCHEMA,
     UNREADABLE_SCHEMA,
@@ -33,7 +34,6 @@ PRICE_HEADER = ("date", "open", "high", "low", "close", "volume")
 DAY_HEADER = BAR_FIELDS
 """Header of a day file `prices/<market>/days/<YYYY-MM-DD>.csv`: every symbol's bar of that day."""
 DAYS = "days"
-INVALID_UTF8 = "\ufffd"
 _DAY_NAME = re.compile(r"\d{4}-\d{2}-\d{2}")
 BATCH_BYTES = 16 * 2**20
 """Bytes of files `bar_batches` reads at a time (its memory is a few times this)."""

@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 import polars as pl
 
 from pipelines.prices.sources.base import (
+    INVALID_UTF8,
     RAW_BARS_SCHEMA,
     Answers,
     RawBars,
@@ -26,7 +27,6 @@ VOLUME = "volume"
 """Absent from some series, and from about half the lines of many index histories: then 0."""
 QUOTA_EXCEEDED = "Exceeded the daily hits limit"
 NO_DATA = "No data"
-INVALID_UTF8 = "\ufffd"
 
 
 class StooqSource(ListedHttpSource):
