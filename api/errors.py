@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, ClassVar
 
+import msgspec
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import ResponseSpec
-from litestar.types import ExceptionHandlersMap
+from litestar.types import ExceptionHandlersMap, Send
 
 from api.schemas import ErrorBody, PipelineErrorBody, TokenLimitErrorBody, Wire
 
@@ -101,7 +102,12 @@ class TokenLimitExceeded(Unauthorized):
     """401 for an exhausted daily or monthly budget, told apart by `error_code`."""
 
     def __init__(
-        self, message: str, *, daily: bool, upgrade_url: str, headers: Mapping[str, str]
+        self,
+        message: str,
+        *,
+        daily: bool,
+        upgrade_url: str,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message, headers=headers)
         self.daily = daily
@@ -131,6 +137,38 @@ class RateLimited(PipelineRejection):
         self, message: str, *, retry_after: int, headers: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(message, headers={**(headers or {}), "Retry-After": str(retry_after)})
+
+
+_encode = msgspec.json.Encoder().encode
+_ENCODED: dict[Wire, bytes] = {}
+_ENCODED_SIZE = 256
+
+
+def encoded_body(failure: ApiFailure) -> bytes:
+    """`failure`'s envelope as JSON bytes (the few distinct bodies are encoded once)."""
+    body = failure.body()
+    encoded = _ENCODED.get(body)
+    if encoded is None:
+        encoded = _encode(body)
+        if len(_ENCODED) < _ENCODED_SIZE:
+            _ENCODED[body] = encoded
+    return encoded
+
+
+async def send_failure(
+    send: Send, failure: ApiFailure, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer `failure` at the ASGI layer, before any route runs (authentication, metering): the
+    envelope, status and headers its exception handler gives, plus `headers`."""
+    body = encoded_body(failure)
+    raw = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *((name.lower().encode(), value.encode()) for name, value in failure.headers.items()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": failure.status_code, "headers": raw})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _respond(

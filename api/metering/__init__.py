@@ -5,7 +5,6 @@ from api.metering.middleware import MeteringMiddleware, report_points
 from api.metering.model import Account, Balance, MeteringUnavailableError
 from api.metering.store import (
     MeteringStore,
-    check_store,
     default_store_url,
     open_store,
     store_url_from_env,
@@ -18,7 +17,6 @@ __all__ = [
     "MeteringMiddleware",
     "MeteringStore",
     "MeteringUnavailableError",
-    "check_store",
     "default_store_url",
     "load_config",
     "open_store",

@@ -1,4 +1,5 @@
-"""The one ASGI layer that authenticates, limits, charges and settles every metered route."""
+"""The ASGI layer that limits, charges and settles every metered route, for the account
+`api.auth` authenticated."""
 
 from __future__ import annotations
 
@@ -8,11 +9,20 @@ from functools import partial
 from typing import Any, NamedTuple, cast
 from urllib.parse import parse_qsl
 
-import msgspec
 from litestar.connection import ASGIConnection
 from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
 
-from api.metering.config import MARKETS, MeteringConfig, ScaledCost, points_cost, request_cost
+from api.auth import UNAVAILABLE, account_of
+from api.errors import (
+    ApiFailure,
+    DependencyUnavailable,
+    PaymentRequired,
+    RateLimited,
+    TokenLimitExceeded,
+    Unauthorized,
+    send_failure,
+)
+from api.metering.config import MeteringConfig, ScaledCost, points_cost, request_cost
 from api.metering.model import (
     UNLIMITED_BALANCE,
     Account,
@@ -21,77 +31,25 @@ from api.metering.model import (
     Charge,
     MeteringUnavailableError,
     Outcome,
-    key_id_of,
     net_cost,
 )
 from api.metering.store import MeteringStore
+from pipelines.catalog import MARKETS
 
-MAX_AUTHORIZATION_LENGTH = 256
 ENTITLEMENT_CACHE_SIZE = 1024
-UNAVAILABLE_RETRY_AFTER = 5
 POINTS_SCOPE_KEY = "mi.metering.points"
 """Where a by-points handler leaves the number of points it returned (see `report_points`)."""
 
-_encode = msgspec.json.Encoder().encode
-_UNAUTHORIZED = _encode({"success": False, "message": "unauthorized"})
-_UNAVAILABLE = _encode({"error": "token accounting is temporarily unavailable; retry later"})
-_RETRY_UNAVAILABLE = [(b"retry-after", str(UNAVAILABLE_RETRY_AFTER).encode())]
 _NO_PARAMS: Mapping[str, Any] = {}  # a route without path parameters (no dict made per request)
 _LIMIT_MESSAGES = {
-    Outcome.DAILY_LIMIT: ("DAILY_TOKEN_LIMIT", "daily", "daily token limit reached"),
-    Outcome.MONTHLY_LIMIT: ("MONTHLY_TOKEN_LIMIT", "monthly", "monthly token budget exhausted"),
-}
-_TOO_MANY = {
-    Outcome.RATE_LIMITED: "rate limit exceeded: at most 300 requests per 60 seconds",
-    Outcome.TOO_MANY_IN_FLIGHT: "too many simultaneous requests: at most 10 in flight",
+    Outcome.DAILY_LIMIT: "daily token limit reached",
+    Outcome.MONTHLY_LIMIT: "monthly token budget exhausted",
 }
 
 
 def report_points(connection: ASGIConnection[Any, Any, Any, Any], points: int) -> None:
     """Called by a by-points handler (get-price-history) with the number of points it returns."""
     cast("dict[str, Any]", connection.scope)[POINTS_SCOPE_KEY] = points
-
-
-_AUTHORIZATION = b"authorization"
-_PARSED: dict[bytes, str | None] = {}
-_PARSED_SIZE = 4096
-
-
-def parse_authorization(headers: Any) -> tuple[bool, str | None]:
-    """(an Authorization header was sent, the well-formed key in it or None)."""
-    value: bytes | None = None
-    for name, raw in headers:
-        # ASGI servers send lowercase names; the length test keeps the common miss cheap.
-        if len(name) == 13 and (name == _AUTHORIZATION or name.lower() == _AUTHORIZATION):
-            if value is not None:
-                return True, None  # two Authorization headers: ambiguous, refused
-            value = raw
-    if value is None:
-        return False, None
-    if len(value) > MAX_AUTHORIZATION_LENGTH:
-        return True, None
-    try:
-        return True, _PARSED[value]
-    except KeyError:
-        pass
-    key = _parse_value(value)
-    if len(_PARSED) >= _PARSED_SIZE:
-        _PARSED.clear()
-    _PARSED[value] = key
-    return True, key
-
-
-def _parse_value(value: bytes) -> str | None:
-    """The key of a `Bearer <key>` header value (a pure function of the bytes: memoized)."""
-    try:
-        text = value.decode("ascii")
-    except UnicodeDecodeError:
-        return None
-    scheme, _, key = text.strip().partition(" ")
-    key = key.strip()
-    if scheme.lower() != "bearer" or key_id_of(key) is None:
-        return None
-    return key
 
 
 _HEADER_CACHE: dict[tuple[int, Balance], list[tuple[bytes, bytes]]] = {}
@@ -121,19 +79,10 @@ def _balance_headers(cost: int, balance: Balance) -> list[tuple[bytes, bytes]]:
     return [(name, str(value).encode()) for name, value in values]
 
 
-async def _respond(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": raw + (headers or [])})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
 class _Route(NamedTuple):
     """How a route handler's requests are metered (from its `opt` and the configured costs)."""
 
     operation: str
-    key_optional: bool
     fixed_cost: int | None  # None: the cost scales with the request (`request_cost`)
     by_points: bool  # the final cost follows the points returned (`report_points`)
     unlimited_headers: list[tuple[bytes, bytes]] | None
@@ -141,14 +90,15 @@ class _Route(NamedTuple):
 
 
 class MeteringMiddleware:
-    """Meters every route whose handler declares `opt={"operation": "<name in costs>"}`.
+    """Meters every route whose handler declares `opt={"operation": "<name in costs>"}`, for the
+    account `api.auth.AuthenticationMiddleware` put in the scope before it.
 
-    Order (decisions.md): authentication, then limits (rate, concurrency, budget, in one atomic
-    admit that charges the up-front cost), then the market entitlement (402), then the route.
-    A plan without limits has nothing to check before the route: it is charged in one `record`
-    step after it (`_serve_then_record`).
-    `opt["key"] == "optional"` (ping): without an Authorization header the route is free.
-    Routes without an operation (status, docs) pass through untouched.
+    Order (decisions.md): authentication (the layer before), then limits (rate, concurrency,
+    budget, in one atomic admit that charges the up-front cost), then the market entitlement
+    (402), then the route. A plan without limits has nothing to check before the route: it is
+    charged in one `record` step after it (`_serve_then_record`).
+    A request without an account (ping without a key) is free; routes without an operation
+    (status, docs) pass through untouched.
     """
 
     def __init__(self, app: ASGIApp, store: MeteringStore, config: MeteringConfig) -> None:
@@ -159,38 +109,32 @@ class MeteringMiddleware:
         self._one_step_plans = {name for name, plan in config.plans.items() if not plan.has_limits}
         self._entitlements: dict[tuple[str, str], bool] = {}  # (plan, market as sent) -> entitled
         self._routes: dict[object, _Route | None] = {}  # route handler -> how it is metered
+        limits = config.limits
+        self._too_many = {
+            Outcome.RATE_LIMITED: (
+                f"rate limit exceeded: at most {limits.requests_per_window} requests per "
+                f"{limits.window_seconds:g} seconds"
+            ),
+            Outcome.TOO_MANY_IN_FLIGHT: (
+                f"too many simultaneous requests: at most {limits.concurrent} in flight"
+            ),
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self._route(scope.get("route_handler")) if scope["type"] == "http" else None
-        if route is None:
+        account = account_of(scope) if route is not None else None
+        if route is None or account is None:
             await self.app(scope, receive, send)
-            return
-        sent, key = parse_authorization(scope["headers"])
-        if not sent and route.key_optional:
-            await self.app(scope, receive, send)
-            return
-        if key is None:
-            await _respond(send, 401, _UNAUTHORIZED)
             return
         operation = route.operation
-        try:
-            # A key verified in the last AUTH_CACHE_SECONDS costs no coroutine.
-            account = self.store.cached_account(key) or await self.store.authenticate(key)
-            if account is None:
-                await _respond(send, 401, _UNAUTHORIZED)
-                return
-            cost = (
-                route.fixed_cost if route.fixed_cost is not None else self._cost(operation, scope)
-            )
-            if account.plan in self._one_step_plans:
-                admission = None
-            else:
-                admission = await self.store.admit(account, operation, cost)
-        except MeteringUnavailableError:
-            await _respond(send, 503, _UNAVAILABLE, _RETRY_UNAVAILABLE)
-            return
-        if admission is None:
+        cost = route.fixed_cost if route.fixed_cost is not None else self._cost(operation, scope)
+        if account.plan in self._one_step_plans:
             await self._serve_then_record(scope, receive, send, route, account, cost)
+            return
+        try:
+            admission = await self.store.admit(account, operation, cost)
+        except MeteringUnavailableError:
+            await send_failure(send, DependencyUnavailable(UNAVAILABLE))
             return
         if admission.charge is None:
             await self._refuse(send, admission)
@@ -214,7 +158,7 @@ class MeteringMiddleware:
             fixed = rule if isinstance(rule, int) else None
             by_points = isinstance(rule, ScaledCost) and rule.by_points
             headers = None if fixed is None else _balance_headers(fixed, UNLIMITED_BALANCE)
-            route = _Route(operation, opt.get("key") == "optional", fixed, by_points, headers)
+            route = _Route(operation, fixed, by_points, headers)
         self._routes[handler] = route
         return route
 
@@ -240,36 +184,26 @@ class MeteringMiddleware:
         return entitled
 
     async def _refuse(self, send: Send, admission: Admission) -> None:
-        if admission.balance is None:  # revoked between lookup and admit
-            await _respond(send, 401, _UNAUTHORIZED)
+        if admission.balance is None:  # revoked between authentication and admit
+            await send_failure(send, Unauthorized())
             return
         headers = balance_headers(0, admission.balance)
+        failure: ApiFailure
         if admission.outcome in _LIMIT_MESSAGES:
-            code, limit_type, message = _LIMIT_MESSAGES[admission.outcome]
-            body = {
-                "success": False,
-                "error_code": code,
-                "limit_type": limit_type,
-                "upgrade_url": self.config.upgrade_url,
-                "message": message,
-            }
-            await _respond(send, 401, _encode(body), headers)
-            return
-        headers.append((b"retry-after", str(max(1, admission.retry_after)).encode()))
-        body = {"success": False, "message": _TOO_MANY[admission.outcome]}
-        await _respond(send, 429, _encode(body), headers)
+            failure = TokenLimitExceeded(
+                _LIMIT_MESSAGES[admission.outcome],
+                daily=admission.outcome is Outcome.DAILY_LIMIT,
+                upgrade_url=self.config.upgrade_url,
+            )
+        else:
+            retry_after = max(1, admission.retry_after)
+            failure = RateLimited(self._too_many[admission.outcome], retry_after=retry_after)
+        await send_failure(send, failure, headers)
 
     async def _payment_required(self, send: Send, admission: Admission, scope: Scope) -> None:
         assert admission.charge is not None
         net, balance = await self._settle(admission.charge, 402, None, admission.balance)
-        await _respond(send, 402, self._payment_required_body(scope), balance_headers(net, balance))
-
-    @staticmethod
-    def _payment_required_body(scope: Scope) -> bytes:
-        market = str(scope.get("path_params", {}).get("market", "")).lower()
-        return _encode(
-            {"success": False, "message": f"your plan does not include the {market} market"}
-        )
+        await send_failure(send, _payment_required(scope), balance_headers(net, balance))
 
     async def _settle(
         self, charge: Charge, status: int, final: int | None, fallback: Balance | None
@@ -354,9 +288,9 @@ class MeteringMiddleware:
         try:
             balance = await self.store.record(account, route.operation, status, net)
         except MeteringUnavailableError:
-            raise _Replacement(503, _UNAVAILABLE, _RETRY_UNAVAILABLE) from None
+            raise _Replacement(DependencyUnavailable(UNAVAILABLE)) from None
         if balance is None:  # revoked since the key was cached
-            raise _Replacement(401, _UNAUTHORIZED)
+            raise _Replacement(Unauthorized())
         if balance is UNLIMITED_BALANCE and net == route.fixed_cost and route.unlimited_headers:
             return route.unlimited_headers  # the common answer: encoded once per route
         return balance_headers(net, balance)
@@ -369,7 +303,7 @@ class MeteringMiddleware:
         except _Replacement as replaced:
             await replaced.respond(send)
             return
-        await _respond(send, 402, self._payment_required_body(scope), headers)
+        await send_failure(send, _payment_required(scope), headers)
 
     async def _record_failure(
         self, scope: Scope, route: _Route, account: Account, cost: int
@@ -386,19 +320,20 @@ class MeteringMiddleware:
         return None if points is None else points_cost(self.config, route.operation, points)
 
 
-class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report
-    """Raised by a settle: the held response must not go out; this answer goes instead."""
+def _payment_required(scope: Scope) -> PaymentRequired:
+    market = str(scope.get("path_params", _NO_PARAMS).get("market", "")).lower()
+    return PaymentRequired(f"your plan does not include the {market} market")
 
-    def __init__(
-        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-    ) -> None:
-        super().__init__(status)
-        self.status = status
-        self.body = body
-        self.headers = headers
+
+class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report
+    """Raised by a settle: the held response must not go out; this failure goes instead."""
+
+    def __init__(self, failure: ApiFailure) -> None:
+        super().__init__(failure.status_code)
+        self.failure = failure
 
     async def respond(self, send: Send) -> None:
-        await _respond(send, self.status, self.body, self.headers)
+        await send_failure(send, self.failure)
 
 
 class _HeldResponse:

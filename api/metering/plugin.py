@@ -1,10 +1,10 @@
-"""Litestar wiring: `MeteringPlugin` adds the middleware and closes the store; a status check."""
+"""Litestar wiring: `MeteringPlugin` adds authentication and metering, closes the store, and
+names its status check."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from litestar import Litestar
@@ -12,11 +12,11 @@ from litestar.config.app import AppConfig
 from litestar.middleware import DefineMiddleware
 from litestar.plugins import InitPluginProtocol
 
+from api.auth import AuthenticationMiddleware
+from api.health import PingCheck
 from api.metering.config import MeteringConfig, config_from_env
 from api.metering.middleware import MeteringMiddleware
-from api.metering.model import MeteringUnavailableError
 from api.metering.store import MeteringStore, open_store, store_url_from_env
-from api.schemas import Check
 
 METERING_OFF = "off"
 """`MI_METERING_URL=off`: serve without the metering plugin (benchmarks' metering-off baseline)."""
@@ -27,7 +27,7 @@ def metering_enabled(env: Mapping[str, str]) -> bool:
 
 
 class MeteringPlugin(InitPluginProtocol):
-    """Wraps every route with `MeteringMiddleware` and closes the store on shutdown."""
+    """Wraps every route with authentication, then metering; closes the store on shutdown."""
 
     def __init__(self, store: MeteringStore, config: MeteringConfig) -> None:
         self.store = store
@@ -40,8 +40,10 @@ class MeteringPlugin(InitPluginProtocol):
         return cls(open_store(store_url_from_env(env, data_dir), config), config)
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
-        middleware = DefineMiddleware(MeteringMiddleware, store=self.store, config=self.config)
-        app_config.middleware.append(middleware)
+        app_config.middleware += [
+            DefineMiddleware(AuthenticationMiddleware, store=self.store),
+            DefineMiddleware(MeteringMiddleware, store=self.store, config=self.config),
+        ]
         app_config.lifespan.append(self._lifespan)
         return app_config
 
@@ -53,20 +55,6 @@ class MeteringPlugin(InitPluginProtocol):
             await self.store.close()
 
     @property
-    def health_check(self) -> MeteringCheck:
-        return MeteringCheck(self.store)
-
-
-@dataclass(frozen=True)
-class MeteringCheck:
-    """`/api/v1/status` entry `metering`: critical, since metered routes fail closed without it."""
-
-    store: MeteringStore
-    name: str = "metering"
-    critical: bool = True
-
-    async def run(self) -> Check:
-        try:
-            return Check(status="ok", latency_ms=round(await self.store.ping(), 3))
-        except MeteringUnavailableError:
-            return Check(status="error", latency_ms=None)
+    def health_check(self) -> PingCheck:
+        """`/api/v1/status` entry `metering`: critical, since metered routes fail closed without it."""
+        return PingCheck("metering", self.store.ping)

@@ -16,7 +16,6 @@ from api.metering.model import (
     Charge,
     KeyRecord,
     LedgerEntry,
-    MeteringUnavailableError,
     Usage,
     hash_key,
     key_id_of,
@@ -178,11 +177,3 @@ def open_store(url: str, config: MeteringConfig, clock: Clock | None = None) -> 
 
         return RedisMeteringStore(url, config, clock)
     raise ValueError(f"unsupported metering store URL {url!r} (sqlite:///path or redis://...)")
-
-
-async def check_store(store: MeteringStore) -> tuple[str, float | None]:
-    """The `/api/v1/status` entry of the metering store: ("ok", latency ms) or ("error", None)."""
-    try:
-        return "ok", round(await store.ping(), 3)
-    except MeteringUnavailableError:
-        return "error", None

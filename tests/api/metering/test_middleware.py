@@ -16,6 +16,7 @@ from litestar.exceptions import HTTPException, NotFoundException, ServiceUnavail
 from litestar.middleware import DefineMiddleware
 from litestar.response import Stream
 
+from api.auth import AuthenticationMiddleware
 from api.metering import MeteringMiddleware, report_points
 from api.metering.config import MeteringConfig
 from api.metering.model import key_id_of
@@ -81,7 +82,10 @@ STREAMED = (b'{"briefs":', b"[]", b"}")
 def make_app(store: MeteringStore, config: MeteringConfig) -> Litestar:
     return Litestar(
         route_handlers=[ping, status, briefs, price_history, slow, streamed_briefs],
-        middleware=[DefineMiddleware(MeteringMiddleware, store=store, config=config)],
+        middleware=[
+            DefineMiddleware(AuthenticationMiddleware, store=store),
+            DefineMiddleware(MeteringMiddleware, store=store, config=config),
+        ],
     )
 
 
@@ -488,7 +492,8 @@ async def sent_by_a_route_that_raises_after_starting(
         "path_params": {"market": "crypto", "symbol": "BTC"},
         "query_string": b"",
     }
-    middleware = MeteringMiddleware(breaks_midway, store=store, config=config)
+    metering = MeteringMiddleware(breaks_midway, store=store, config=config)
+    middleware = AuthenticationMiddleware(metering, store=store)
     with pytest.raises(RuntimeError, match="after the start"):
         await middleware(cast("Any", scope), receive, send)
     return sent
