@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
-from pipelines.catalog import MARKETS
+from pipelines.catalog import MARKETS, STRATEGIES
 
 
 def resolve_market(segment: str, live_markets: Sequence[str]) -> str:
@@ -37,7 +37,6 @@ CRYPTO_ONLY: tuple[str, ...] = ("crypto",)
 """Markets of the routes the spec lists under /api/v2/crypto/ (and get-detail, search-instruments)."""
 NON_CRYPTO: tuple[str, ...] = ("forex", "commodities", "stocks")
 """Markets of get-current-trend and get-trend-segments."""
-STRATEGIES: tuple[str, ...] = ("aggressive", "conservative")
 
 
 def route_market(segment: str, live_markets: Sequence[str], serves: Sequence[str] = MARKETS) -> str:

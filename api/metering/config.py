@@ -8,8 +8,9 @@ from pathlib import Path
 
 import msgspec
 
+from pipelines.catalog import MARKETS
+
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config" / "metering.toml"
-MARKETS = ("crypto", "forex", "commodities", "stocks")
 
 
 class MeteringConfigError(ValueError):

@@ -11,7 +11,6 @@ from api.errors import NotFound, error_responses
 from api.params import (
     CRYPTO_ONLY,
     NON_CRYPTO,
-    STRATEGIES,
     clamp,
     int_segment,
     strategy_param,
@@ -44,6 +43,7 @@ from api.schemas import (
 from api.schemas import (
     TrendSegments as TrendSegmentsBody,
 )
+from pipelines.catalog import STRATEGIES
 
 # A `years` beyond the symbol's history is served with its largest stored window (the full history).
 WINDOW = "years = (SELECT max(years) FROM {table} WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND years <= ?)"

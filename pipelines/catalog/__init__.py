@@ -30,7 +30,14 @@ from pipelines.catalog.raw import (
     PRICE_REJECTS,
     RAW_NEWS,
 )
-from pipelines.catalog.schema import MARKETS, WEEKDAY_MARKETS, Column, Table, rejects_table
+from pipelines.catalog.schema import (
+    MARKETS,
+    STRATEGIES,
+    WEEKDAY_MARKETS,
+    Column,
+    Table,
+    rejects_table,
+)
 from pipelines.catalog.storage import (
     LocalStorage,
     S3Location,
@@ -72,6 +79,7 @@ __all__ = [
     "SCORECARDS",
     "SENTIMENT_DAILY",
     "SENTIMENT_TOPICS",
+    "STRATEGIES",
     "TABLES",
     "TREND_HISTORY",
     "TREND_SEGMENTS",

@@ -9,6 +9,10 @@ import polars as pl
 MARKETS: tuple[str, ...] = ("crypto", "forex", "commodities", "stocks")
 """Every real market, in the order the spec lists them."""
 
+STRATEGIES: tuple[str, ...] = ("aggressive", "conservative")
+"""The trading strategies the simulator backtests, in the spec's order (their rules live in
+`pipelines.simulator.strategies`)."""
+
 WEEKDAY_MARKETS: frozenset[str] = frozenset({"forex", "commodities", "stocks"})
 """Markets with one bar per trading day (Monday to Friday); crypto trades every calendar day."""
 

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from pipelines.catalog import STRATEGIES
 from pipelines.simulator import metrics
 from pipelines.simulator.engine import (
     Costs,
@@ -22,7 +23,7 @@ from pipelines.simulator.engine import (
     run_tasks,
 )
 from pipelines.simulator.signals import signals_from_start
-from pipelines.simulator.strategies import BY_NAME, STRATEGIES
+from pipelines.simulator.strategies import BY_NAME
 from pipelines.simulator.trades import trade_arrays
 
 MAX_YEARS = 20

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipelines.catalog import STRATEGIES
 from pipelines.simulator.engine import ExitRules
-
-STRATEGIES: tuple[str, ...] = ("aggressive", "conservative")
 
 
 @dataclass(frozen=True)
@@ -31,3 +30,5 @@ CONSERVATIVE = Strategy(
     entry_reason="close above SMA(200), EMA(20) above EMA(50) and ADX(14) above 20",
 )
 BY_NAME: dict[str, Strategy] = {s.name: s for s in (AGGRESSIVE, CONSERVATIVE)}
+if tuple(BY_NAME) != STRATEGIES:  # the catalog names them; this module defines each one
+    raise ImportError(f"strategies defined {tuple(BY_NAME)} differ from the catalog's {STRATEGIES}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, TREND_SEGMENTS, Table
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, STRATEGIES, TREND_SEGMENTS, Table
 from pipelines.catalog import trades as catalog
 from pipelines.catalog.state import SIGNAL_STATE, STRATEGY_SIGNALS
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
@@ -38,7 +38,6 @@ from pipelines.simulator import (
     trades,
 )
 from pipelines.simulator.engine import Costs
-from pipelines.simulator.strategies import STRATEGIES
 
 TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE)
 SIMULATED = (catalog.BACKTEST_TRADES, catalog.BACKTEST_SUMMARIES, catalog.CURRENT_ACTIONS)

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from pipelines.catalog import STRATEGIES
 from pipelines.catalog.trades import BACKTEST_SUMMARIES, BACKTEST_TRADES
 from pipelines.indicators.panel import to_panels
 from pipelines.simulator.backtests import (
@@ -20,7 +21,6 @@ from pipelines.simulator.backtests import (
     simulate_with_signals,
 )
 from pipelines.simulator.engine import Costs, Mask
-from pipelines.simulator.strategies import STRATEGIES
 from tests.pipelines.simulator import numpy_engine
 from tests.pipelines.simulator.numpy_signals import NUMPY_SIGNALS
 
