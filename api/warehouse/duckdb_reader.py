@@ -19,17 +19,10 @@ import pyarrow as pa
 
 from api.warehouse.reader import QueryParams, WarehouseUnavailable
 from pipelines.catalog import TABLES, LocalStorage, Manifest, WarehouseStorage
+from pipelines.catalog.sql import quote_identifier, view_sql
 from pipelines.catalog.storage import read_files
 
 logger = logging.getLogger(__name__)
-
-
-def _identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 class DuckDBSnapshot:
@@ -109,23 +102,16 @@ class DuckDBSnapshot:
 def _create_view(
     connection: duckdb.DuckDBPyConnection, warehouse_dir: Path, manifest: Manifest, name: str
 ) -> None:
+    """The catalog's view of table `name` over the manifest's files (no file: no rows)."""
     files = [str((warehouse_dir / path).resolve()) for path in manifest.files(name)]
-    if not files:
-        # A table the manifest does not list yet is empty, with the catalog's schema.
-        connection.register("_empty", TABLES[name].empty())
-        connection.execute(f"CREATE TABLE {_identifier(name)} AS SELECT * FROM _empty")
-        connection.unregister("_empty")
-        return
-    sources = ", ".join(_literal(f) for f in files)
-    connection.execute(
-        f"CREATE VIEW {_identifier(name)} AS SELECT * FROM read_parquet([{sources}])"
-    )
-    _check_rows(connection, manifest, name)
+    connection.execute(view_sql(TABLES[name], files))
+    if files:
+        _check_rows(connection, manifest, name)
 
 
 def _check_rows(connection: duckdb.DuckDBPyConnection, manifest: Manifest, name: str) -> None:
     # fetchall, not fetchone: DuckDB 2 refuses the next statement while a result is unfinished.
-    [(found,)] = connection.execute(f"SELECT count(*) FROM {_identifier(name)}").fetchall()
+    [(found,)] = connection.execute(f"SELECT count(*) FROM {quote_identifier(name)}").fetchall()
     expected = sum(f.rows for f in manifest.tables.get(name, {}).values())
     if found != expected:
         raise duckdb.InvalidInputException(f"{name}: {found} rows, manifest says {expected}")
@@ -165,7 +151,7 @@ def _load_tables(
             else TABLES[name].empty().to_arrow()
         )
         connection.register("_load", source)
-        connection.execute(f"CREATE TABLE {_identifier(name)} AS SELECT * FROM _load")
+        connection.execute(f"CREATE TABLE {quote_identifier(name)} AS SELECT * FROM _load")
         connection.unregister("_load")
 
 

@@ -7,6 +7,7 @@ import duckdb
 import polars as pl
 
 from pipelines.catalog import TABLES, S3Location
+from pipelines.catalog.sql import duckdb_type
 from pipelines.settings import load_settings
 from pipelines.warehouse import views
 from pipelines.warehouse.store import Warehouse
@@ -19,7 +20,7 @@ def describe_tables() -> str:
         lines = [f"{table.name}: {table.description}", f"  key: {', '.join(table.key)}"]
         width = max(len(c.name) for c in table.columns)
         for c in table.columns:
-            kind = views.duckdb_type(c.dtype) + (" NULL" if c.nullable else "")
+            kind = duckdb_type(c.dtype) + (" NULL" if c.nullable else "")
             lines.append(f"  {c.name:<{width}}  {kind:<16} {c.description}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

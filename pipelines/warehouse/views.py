@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 
 from pipelines.catalog import TABLES, Manifest, Table
+from pipelines.catalog.sql import quote_identifier, quote_literal, view_over, view_sql
 
 if TYPE_CHECKING:
     from pipelines.catalog.storage import S3Location
@@ -19,49 +19,9 @@ if TYPE_CHECKING:
 META_VIEW = "_warehouse"
 """A one-row view naming the manifest version and warehouse root the views were built from."""
 
-_DUCKDB_TYPES: dict[type[pl.DataType], str] = {
-    pl.String: "VARCHAR",
-    pl.Int64: "BIGINT",
-    pl.Int32: "INTEGER",
-    pl.Int16: "SMALLINT",
-    pl.Float32: "FLOAT",
-    pl.Float64: "DOUBLE",
-    pl.Boolean: "BOOLEAN",
-    pl.Date: "DATE",
-}
-
 
 class ViewsLockedError(RuntimeError):
     """The DuckDB file stayed locked by another process for longer than the timeout."""
-
-
-def duckdb_type(dtype: pl.DataType) -> str:
-    """The DuckDB type a catalog column is exposed as."""
-    if isinstance(dtype, pl.Datetime):
-        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
-    if isinstance(dtype, pl.List):
-        inner = dtype.inner if isinstance(dtype.inner, pl.DataType) else dtype.inner()
-        return f"{duckdb_type(inner)}[]"
-    try:
-        return _DUCKDB_TYPES[type(dtype)]
-    except KeyError:
-        raise TypeError(f"no DuckDB type for catalog dtype {dtype}") from None
-
-
-def view_sql(table: Table, files: Sequence[Path]) -> str:
-    """`CREATE OR REPLACE VIEW` over `files`, or an empty typed view when there are none."""
-    paths = ", ".join(_literal(str(p)) for p in files)
-    return _view_sql(table, f"read_parquet([{paths}])" if files else None)
-
-
-def _view_sql(table: Table, source: str | None) -> str:
-    columns = ", ".join(
-        f"CAST({_ident(c.name) if source else 'NULL'} AS {duckdb_type(c.dtype)}) AS {_ident(c.name)}"
-        for c in table.columns
-    )
-    if source is None:
-        return f"CREATE OR REPLACE VIEW {_ident(table.name)} AS SELECT {columns} WHERE false"
-    return f"CREATE OR REPLACE VIEW {_ident(table.name)} AS SELECT {columns} FROM {source}"
 
 
 def apply_object_views(
@@ -77,23 +37,23 @@ def apply_object_views(
         files = [location.arrow_path(p) for p in manifest.files(table.name)] if manifest else []
         source = None
         if files:
-            source = _ident(f"_objects_{table.name}")
+            source = quote_identifier(f"_objects_{table.name}")
             con.register(f"_objects_{table.name}", ds.dataset(files, filesystem=filesystem, format="parquet"))  # fmt: skip
-        con.execute(_view_sql(table, source))
+        con.execute(view_over(table, source))
         for statement in comment_sql(table):
             con.execute(statement)
     version = manifest.version if manifest else 0
     con.execute(
         f"CREATE OR REPLACE VIEW {META_VIEW} AS SELECT CAST({version} AS BIGINT) AS version, "
-        f"{_literal(location.url)} AS root"
+        f"{quote_literal(location.url)} AS root"
     )
 
 
 def comment_sql(table: Table) -> list[str]:
     """`COMMENT ON` statements carrying the catalog's descriptions into DuckDB."""
-    name = _ident(table.name)
-    return [f"COMMENT ON VIEW {name} IS {_literal(table.description)}"] + [
-        f"COMMENT ON COLUMN {name}.{_ident(c.name)} IS {_literal(c.description)}"
+    name = quote_identifier(table.name)
+    return [f"COMMENT ON VIEW {name} IS {quote_literal(table.description)}"] + [
+        f"COMMENT ON COLUMN {name}.{quote_identifier(c.name)} IS {quote_literal(c.description)}"
         for c in table.columns
     ]
 
@@ -102,13 +62,13 @@ def apply_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: Manifest |
     """Create every catalog view on `con` (a file or in-memory connection) as of `manifest`."""
     for table in TABLES.values():
         files = [root.resolve() / p for p in manifest.files(table.name)] if manifest else []
-        con.execute(view_sql(table, files))
+        con.execute(view_sql(table, [str(f) for f in files]))
         for statement in comment_sql(table):
             con.execute(statement)
     version = manifest.version if manifest else 0
     con.execute(
         f"CREATE OR REPLACE VIEW {META_VIEW} AS SELECT CAST({version} AS BIGINT) AS version, "
-        f"{_literal(str(root.resolve()))} AS root"
+        f"{quote_literal(str(root.resolve()))} AS root"
     )
 
 
@@ -162,11 +122,3 @@ def _connect(path: Path, *, read_only: bool, timeout: float) -> Iterator[duckdb.
         yield con
     finally:
         con.close()
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

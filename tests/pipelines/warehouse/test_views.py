@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from pipelines.catalog import INSTRUMENTS, RAW_NEWS, TABLES, Column, Table, read_manifest
+from pipelines.catalog.sql import duckdb_type, view_sql
 from pipelines.warehouse import views
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.warehouse.conftest import instruments_frame
@@ -120,11 +121,11 @@ def test_list_columns_are_exposed_as_duckdb_lists(tmp_path: Path) -> None:
     frame = pl.DataFrame({"market": ["crypto", "crypto"], "symbols": [["BTC", "ETH"], None]})
     tagged.conform(frame).write_parquet(path)
     con = duckdb.connect()
-    con.execute(views.view_sql(tagged, [path]))
+    con.execute(view_sql(tagged, [str(path)]))
     assert con.sql("select symbols from tagged").fetchall() == [(["BTC", "ETH"],), (None,)]
 
 
 def test_every_catalog_column_has_a_duckdb_type() -> None:
     for table in TABLES.values():
         for column in table.columns:
-            assert views.duckdb_type(column.dtype), f"{table.name}.{column.name}"
+            assert duckdb_type(column.dtype), f"{table.name}.{column.name}"
