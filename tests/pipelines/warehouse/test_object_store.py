@@ -7,15 +7,12 @@ writer's PUT is refused (412) and retried; retired objects are deleted only afte
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
-import boto3
 import dagster as dg
 import duckdb
 import pytest
-from moto.server import ThreadedMotoServer
 from pyarrow.fs import FileType
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
@@ -27,35 +24,21 @@ from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import STAGING_TTL
 from pipelines.warehouse.views import apply_object_views
+from tests.s3 import moto_endpoint, new_bucket
 
 from .conftest import instruments_frame
-
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "test",
-    "AWS_SECRET_ACCESS_KEY": "test",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    """moto's S3 server on a free loopback port, with test credentials in the environment."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in CREDENTIALS.items():
-            patch.setenv(name, value)
-        yield f"http://{host}:{port}"
-    server.stop()
+    with moto_endpoint() as url:
+        yield url
 
 
 @pytest.fixture
 def location(endpoint: str) -> S3Location:
     """A fresh bucket; the warehouse under a prefix of it."""
-    bucket = f"mi-{uuid.uuid4().hex[:16]}"
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
-    return S3Location.parse(f"s3://{bucket}/warehouse", endpoint_url=endpoint)
+    return S3Location.parse(f"s3://{new_bucket(endpoint)}/warehouse", endpoint_url=endpoint)
 
 
 def build_instruments() -> dg.AssetsDefinition:
