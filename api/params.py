@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
 from pipelines.catalog import MARKETS, STRATEGIES
@@ -53,6 +55,58 @@ def clamp(value: int, low: int, high: int | None = None) -> int:
     """Bounds from decisions.md: values outside are clamped, not rejected."""
     value = max(value, low)
     return value if high is None else min(value, high)
+
+
+Default = TypeVar("Default", int, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds(Generic[Default]):
+    """An integer parameter's bounds (decisions.md: clamped, not rejected) and its default: the one
+    definition the route and its cost rule (`api.metering.config`) both read."""
+
+    name: str
+    default: Default
+    """The value when the parameter is absent (None: absent means no limit)."""
+    low: int
+    high: int | None = None
+    source: Literal["query", "path"] = "query"
+
+    def clamp(self, value: int) -> int:
+        return clamp(value, self.low, self.high)
+
+    def value_of(self, value: int | None) -> int | None:
+        """The value a request is served with: its default when absent, else clamped."""
+        return self.default if value is None else self.clamp(value)
+
+
+SKIP = Bounds("skip", default=0, low=0)
+SYMBOLS_LIMIT = Bounds("limit", default=100, low=1, high=1000)
+BRIEFS_LIMIT = Bounds("limit", default=10, low=1, high=500)
+SEARCH_LIMIT = Bounds("limit", default=20, low=1, high=500)
+SENTIMENT_LIMIT = Bounds("limit", default=30, low=1, high=3650)
+LEGACY_SENTIMENT_DAYS = Bounds("days", default=30, low=1, high=3650, source="path")
+PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1)
+"""No default: without `limit` get-price-history answers every point (a value below 1 is a 422)."""
+INDICATOR_PERIOD = Bounds("period", default=30, low=2, high=365)
+BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20)
+BACKTEST_TRADES_LIMIT = Bounds("limit", default=50, low=1, high=1000)
+RECENT_TRADES_LIMIT = Bounds("limit", default=10, low=1, high=100)
+TREND_HISTORY_LIMIT = Bounds("limit", default=1, low=1, high=5000, source="path")
+RECOMMENDATIONS_LIMIT = Bounds("limit", default=10, low=1, high=100)
+TREND_SEGMENTS_LIMIT = Bounds("limit", default=50, low=1, high=500)
+
+SCALED_BY: dict[str, Bounds[Any]] = {
+    "get-recent-briefs": BRIEFS_LIMIT,
+    "search-briefs": SEARCH_LIMIT,
+    "get-sentiment-history": SENTIMENT_LIMIT,
+    "legacy-sentiment": LEGACY_SENTIMENT_DAYS,
+    "get-trend-history": TREND_HISTORY_LIMIT,
+    "get-backtest-history": BACKTEST_YEARS,
+    "get-backtest-summary": BACKTEST_YEARS,
+    "get-price-history": PRICE_POINTS_LIMIT,
+}
+"""The parameter each scaled cost (`[costs.<operation>]` tables of the metering config) follows."""
 
 
 def strategy_param(value: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from api.params import SCALED_BY
 from pipelines.catalog import MARKETS
 
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config" / "metering.toml"
@@ -45,15 +46,11 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ScaledCost(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A cost that scales with one integer parameter, after the route's default and clamp."""
+    """A cost that scales with one integer parameter, after the route's default and clamp (the
+    parameter, its default and its bounds: `api.params.SCALED_BY`, which the route reads too)."""
 
-    param: str
     steps: tuple[tuple[int, int], ...]
     otherwise: int
-    source: str = "query"
-    default: int | None = None
-    min: int | None = None
-    max: int | None = None
     by_points: bool = False
 
     def for_value(self, value: int | None) -> int:
@@ -64,15 +61,6 @@ class ScaledCost(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if value <= bound:
                 return tokens
         return self.otherwise
-
-    def clamp(self, value: int | None) -> int | None:
-        if value is None:
-            return self.default
-        if self.min is not None:
-            value = max(value, self.min)
-        if self.max is not None:
-            value = min(value, self.max)
-        return value
 
     @property
     def ceiling(self) -> int:
@@ -95,6 +83,17 @@ class MeteringConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             return self.plans[name]
         except KeyError:
             raise MeteringConfigError(f"unknown plan {name!r}") from None
+
+    def __post_init__(self) -> None:
+        unbound = sorted(
+            op
+            for op, rule in self.costs.items()
+            if isinstance(rule, ScaledCost) and op not in SCALED_BY
+        )
+        if unbound:
+            raise MeteringConfigError(
+                f"scaled costs of operations with no bounded parameter: {unbound}"
+            )
 
     def cost_rule(self, operation: str) -> Cost:
         try:
@@ -140,11 +139,13 @@ def _as_int(value: object) -> int | None:
 
 
 def scaling_value(
-    rule: ScaledCost, query: Mapping[str, object], path: Mapping[str, object]
+    operation: str, query: Mapping[str, object], path: Mapping[str, object]
 ) -> int | None:
-    """The rule's parameter after default and clamp; an unparsable value counts as absent."""
-    source = path if rule.source == "path" else query
-    return rule.clamp(_as_int(source.get(rule.param)))
+    """The scaling parameter of `operation` after default and clamp; an unparsable value counts
+    as absent."""
+    bounds = SCALED_BY[operation]
+    source = path if bounds.source == "path" else query
+    return bounds.value_of(_as_int(source.get(bounds.name)))
 
 
 def request_cost(
@@ -157,7 +158,7 @@ def request_cost(
     rule = config.cost_rule(operation)
     if isinstance(rule, int):
         return rule
-    return rule.for_value(scaling_value(rule, query or {}, path or {}))
+    return rule.for_value(scaling_value(operation, query or {}, path or {}))
 
 
 def points_cost(config: MeteringConfig, operation: str, points: int) -> int | None:

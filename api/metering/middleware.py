@@ -34,6 +34,7 @@ from api.metering.model import (
     net_cost,
 )
 from api.metering.store import MeteringStore
+from api.params import SCALED_BY
 from pipelines.catalog import MARKETS
 
 ENTITLEMENT_CACHE_SIZE = 1024
@@ -167,7 +168,8 @@ class MeteringMiddleware:
         rule = self.config.cost_rule(operation)
         if isinstance(rule, int):
             return rule
-        query = _query(scope) if isinstance(rule, ScaledCost) and rule.source == "query" else {}
+        by_query = isinstance(rule, ScaledCost) and SCALED_BY[operation].source == "query"
+        query = _query(scope) if by_query else {}
         return request_cost(self.config, operation, query, scope.get("path_params", {}))
 
     def _entitled(self, plan: str, scope: Scope) -> bool:

@@ -8,7 +8,7 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
 
 from api.errors import NotFound, error_responses
-from api.params import CRYPTO_ONLY, clamp
+from api.params import CRYPTO_ONLY, SKIP, SYMBOLS_LIMIT
 from api.responses import serve
 from api.routes.common import (
     instrument,
@@ -57,12 +57,12 @@ class InstrumentsController(Controller):
     async def list_symbols(
         self,
         request: Request[Any, Any, Any],
-        limit: FromQuery[int] = 100,
-        skip: FromQuery[int] = 0,
+        limit: FromQuery[int] = SYMBOLS_LIMIT.default,
+        skip: FromQuery[int] = SKIP.default,
     ) -> Response[SymbolList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit, skip = clamp(limit, 1, 1000), clamp(skip, 0)
+        limit, skip = SYMBOLS_LIMIT.clamp(limit), SKIP.clamp(skip)
         index = await instrument_index(snapshot)
 
         async def build() -> SymbolList:

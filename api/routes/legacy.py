@@ -8,7 +8,7 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from api.errors import error_responses
-from api.params import clamp, int_segment
+from api.params import LEGACY_SENTIMENT_DAYS, int_segment
 from api.responses import serve
 from api.routes.common import (
     instrument_served,
@@ -87,7 +87,7 @@ class LegacyController(Controller):
     ) -> Response[LegacySentimentSuccess]:
         snapshot = request_snapshot(request)
         market = serving_of(request).market("crypto")
-        count = clamp(int_segment("days", days), 1, 3650)
+        count = LEGACY_SENTIMENT_DAYS.clamp(int_segment("days", days))
         found = await instrument_served(snapshot, market, coin, "sentiment_topics")
 
         async def build() -> LegacySentimentSuccess:

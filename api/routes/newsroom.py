@@ -9,7 +9,7 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
 
 from api.errors import NotFound, error_responses
-from api.params import CRYPTO_ONLY, clamp
+from api.params import BRIEFS_LIMIT, CRYPTO_ONLY, SEARCH_LIMIT
 from api.responses import serve
 from api.routes.common import (
     Row,
@@ -93,11 +93,11 @@ class NewsroomController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int] = 10,
+        limit: FromQuery[int] = BRIEFS_LIMIT.default,
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = clamp(limit, 1, 500)
+        limit = BRIEFS_LIMIT.clamp(limit)
         found = await instrument_served(snapshot, market, symbol, "briefs")
 
         async def build() -> BriefList:
@@ -121,11 +121,11 @@ class NewsroomController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         keywords: FromQuery[str | None] = None,
-        limit: FromQuery[int] = 20,
+        limit: FromQuery[int] = SEARCH_LIMIT.default,
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = clamp(limit, 1, 500)
+        limit = SEARCH_LIMIT.clamp(limit)
         found = await instrument_served(snapshot, market, symbol, "briefs")
         now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
         title_sql, words = keyword_filter(keywords)

@@ -8,7 +8,7 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
 
 from api.errors import error_responses
-from api.params import clamp
+from api.params import SENTIMENT_LIMIT
 from api.responses import serve
 from api.routes.common import (
     instrument_served,
@@ -38,11 +38,11 @@ class SentimentController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int] = 30,
+        limit: FromQuery[int] = SENTIMENT_LIMIT.default,
     ) -> Response[SentimentHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = clamp(limit, 1, 3650)
+        limit = SENTIMENT_LIMIT.clamp(limit)
         found = await instrument_served(snapshot, market, symbol, "sentiment_daily")
 
         async def build() -> SentimentHistory:

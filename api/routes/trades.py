@@ -9,9 +9,15 @@ from litestar.params import FromPath, FromQuery
 
 from api.errors import NotFound, error_responses
 from api.params import (
+    BACKTEST_TRADES_LIMIT,
+    BACKTEST_YEARS,
     CRYPTO_ONLY,
     NON_CRYPTO,
-    clamp,
+    RECENT_TRADES_LIMIT,
+    RECOMMENDATIONS_LIMIT,
+    SKIP,
+    TREND_HISTORY_LIMIT,
+    TREND_SEGMENTS_LIMIT,
     int_segment,
     strategy_param,
 )
@@ -100,12 +106,13 @@ class CryptoTradesController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         strategy: FromPath[str],
-        years: FromQuery[int] = 2,
-        limit: FromQuery[int] = 50,
+        years: FromQuery[int] = BACKTEST_YEARS.default,
+        limit: FromQuery[int] = BACKTEST_TRADES_LIMIT.default,
     ) -> Response[TradeList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, years, limit = strategy_param(strategy), clamp(years, 1, 20), clamp(limit, 1, 1000)
+        chosen = strategy_param(strategy)
+        years, limit = BACKTEST_YEARS.clamp(years), BACKTEST_TRADES_LIMIT.clamp(limit)
         found = await instrument_served(snapshot, market, symbol, "backtest_trades")
 
         async def build() -> TradeList:
@@ -127,11 +134,11 @@ class CryptoTradesController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         strategy: FromPath[str],
-        years: FromQuery[int] = 2,
+        years: FromQuery[int] = BACKTEST_YEARS.default,
     ) -> Response[BacktestSummary]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, years = strategy_param(strategy), clamp(years, 1, 20)
+        chosen, years = strategy_param(strategy), BACKTEST_YEARS.clamp(years)
         found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
 
         async def build() -> BacktestSummary:
@@ -185,7 +192,8 @@ class CryptoTradesController(Controller):
     ) -> Response[TradeList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, limit, skip = strategies(strategy), clamp(limit, 1, 100), clamp(skip, 0)
+        chosen = strategies(strategy)
+        limit, skip = RECENT_TRADES_LIMIT.clamp(limit), SKIP.clamp(skip)
         require_tables(snapshot, "backtest_trades")
         day = "start_date" if side == "buys" else "sell_date"
 
@@ -207,8 +215,8 @@ class CryptoTradesController(Controller):
     async def get_recent_buys(
         self,
         request: Request[Any, Any, Any],
-        limit: FromQuery[int] = 10,
-        skip: FromQuery[int] = 0,
+        limit: FromQuery[int] = RECENT_TRADES_LIMIT.default,
+        skip: FromQuery[int] = SKIP.default,
         strategy: FromQuery[str | None] = None,
     ) -> Response[TradeList]:
         return await self._recent(request, "buys", strategy, limit, skip)
@@ -221,8 +229,8 @@ class CryptoTradesController(Controller):
     async def get_recent_sells(
         self,
         request: Request[Any, Any, Any],
-        limit: FromQuery[int] = 10,
-        skip: FromQuery[int] = 0,
+        limit: FromQuery[int] = RECENT_TRADES_LIMIT.default,
+        skip: FromQuery[int] = SKIP.default,
         strategy: FromQuery[str | None] = None,
     ) -> Response[TradeList]:
         return await self._recent(request, "sells", strategy, limit, skip)
@@ -236,12 +244,12 @@ class CryptoTradesController(Controller):
         self,
         request: Request[Any, Any, Any],
         strategy: FromQuery[str] = "aggressive",
-        limit: FromQuery[int] = 10,
+        limit: FromQuery[int] = RECOMMENDATIONS_LIMIT.default,
         min_score: FromQuery[float] = 3.5,
     ) -> Response[RecommendationList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, limit = strategy_param(strategy), clamp(limit, 1, 100)
+        chosen, limit = strategy_param(strategy), RECOMMENDATIONS_LIMIT.clamp(limit)
         require_tables(snapshot, "recommendations")
 
         async def build() -> RecommendationList:
@@ -269,7 +277,7 @@ class CryptoTradesController(Controller):
     ) -> Response[TrendHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        count = clamp(int_segment("limit", limit), 1, 5000)
+        count = TREND_HISTORY_LIMIT.clamp(int_segment("limit", limit))
         found = await instrument_served(snapshot, market, symbol, "trend_history")
 
         async def build() -> TrendHistory:
@@ -326,11 +334,11 @@ class MarketTradesController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int] = 50,
+        limit: FromQuery[int] = TREND_SEGMENTS_LIMIT.default,
     ) -> Response[TrendSegmentsBody]:
         snapshot = request_snapshot(request)
         market = market_of(request, NON_CRYPTO)
-        limit = clamp(limit, 1, 500)
+        limit = TREND_SEGMENTS_LIMIT.clamp(limit)
         found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> TrendSegmentsBody:
