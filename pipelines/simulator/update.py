@@ -186,7 +186,9 @@ def _backtests(
     and stored signals."""
     if not symbols:
         return {t.name: t.empty() for t in SIMULATED}
-    stored = read_symbols(work.tx.store.storage, STRATEGY_SIGNALS, signal_files, symbols)
+    # The signal columns alone: the market's strings would only add to the read and the sort.
+    storage, columns = work.tx.store.storage, backtests.SIGNAL_COLUMNS
+    stored = read_symbols(storage, STRATEGY_SIGNALS, signal_files, symbols, columns=columns)
     sim = backtests.simulate_with_signals(bars, stored, config.costs, config.strategies)
     market = work.shard.market
     frames = {
