@@ -12,6 +12,7 @@ import msgspec
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from pipelines.newsroom import lexicon
+from pipelines.newsroom.finance_grammar import read_finance
 from pipelines.newsroom.terms import term_pattern
 from pipelines.parallel import map_chunks
 
@@ -26,6 +27,8 @@ TONE_THRESHOLD = 1.0
 TITLE_WEIGHT = 0.6
 """Share of the headline in the sentiment when the article also has a distinct body."""
 MAX_SCORE = 10
+GENERAL_WORD_WEIGHT = 0.15
+"""Weight of VADER's own valences, which rate everyday speech, against the finance lexicon's."""
 
 FLAGSHIPS: dict[str, frozenset[str]] = {
     "crypto": frozenset({"BTC", "ETH"}),
@@ -99,7 +102,7 @@ class LexiconEnricher:
 
     def __init__(self) -> None:
         self._vader = SentimentIntensityAnalyzer()
-        self._vader.lexicon.update(lexicon.FINANCE_WORDS)
+        self._vader.lexicon = finance_valences(self._vader.lexicon)
 
     def enrich(self, articles: Sequence[Article]) -> list[Enrichment]:
         # VADER is pure Python: a first load's tens of thousands of articles go to worker processes.
@@ -132,14 +135,17 @@ class LexiconEnricher:
         return round(value, 2) if math.isfinite(value) else None
 
     def compound(self, text: str) -> float:
-        return float(self._vader.polarity_scores(rewrite_phrases(text))["compound"])
+        return float(self._vader.polarity_scores(read_finance(text))["compound"])
 
 
-def rewrite_phrases(text: str) -> str:
-    """Multi-word finance phrases as single lexicon tokens ("record high" -> "recordhigh")."""
-    for pattern, token in lexicon.COMPILED_PHRASES:
-        text = pattern.sub(f" {token} ", text)
-    return text
+def finance_valences(general: dict[str, float]) -> dict[str, float]:
+    """VADER's lexicon for finance news: general-language words damped, the finance lexicon's as is.
+
+    Press releases and wire copy are full of words that VADER rates for everyday speech (award,
+    best, partner, support, growth): in financial news they are mostly neutral description.
+    """
+    damped = {word: valence * GENERAL_WORD_WEIGHT for word, valence in general.items()}
+    return damped | lexicon.FINANCE_WORDS
 
 
 def fud_fomo(title: str, body: str, sentiment: float | None) -> tuple[Bias, int]:

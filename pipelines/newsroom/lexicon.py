@@ -55,7 +55,34 @@ FINANCE_WORDS: dict[str, float] = {
         "weighson",
     ),
     **_forms(-1.2, "riskoff", "investigation", "warns", "volatile"),
+    # the grammar's reading of a figure's move (finance_grammar): good or bad news for holders
+    **_forms(2.2, "finup"),
+    **_forms(-2.2, "findown"),
+    # everyday words that keep their weight in market news (VADER's others are damped)
+    **_forms(2.0, "strong", "robust", "solid", "impressive", "optimistic", "optimism", "upside"),
+    **_forms(1.5, "beat", "beats", "wins", "win", "won", "winners", "gainers", "undervalued"),
+    **_forms(1.5, "positive", "good", "better", "improved", "profitable", "blackink", "upbeat"),
+    **_forms(2.0, "exceptional", "outstanding", "blockbuster", "stellar", "upgrading", "explosive"),
+    **_forms(1.5, "favorable", "favourable", "awarded", "oks", "record", "records", "bounce"),
+    **_forms(1.5, "buythedip"),
+    **_forms(-2.0, "weak", "soft", "disappointing", "disappoints", "disappointed", "grim"),
+    **_forms(-2.0, "bleak", "bleaker", "stagnation", "stagnant", "crisis", "shock", "bust"),
+    **_forms(-1.8, "tank", "tanks", "tanked", "crater", "craters", "cratered", "whimper"),
+    **_forms(-1.5, "miss", "losing", "losers", "loser", "hurt", "hurts", "trouble", "troubles"),
+    **_forms(-1.5, "concern", "concerns", "worries", "worried", "worry", "stress", "risky"),
+    **_forms(-1.5, "negative", "bad", "worse", "worst", "overvalued", "pessimistic", "downside"),
+    **_forms(-1.5, "recall", "recalls", "recalled", "suspends", "suspended", "shut", "shuts"),
+    **_forms(-1.5, "closure", "closures", "fraud", "scandal", "scam", "jail", "strike"),
+    **_forms(-1.5, "correction", "bubble", "deterioration", "cautious", "pressure", "warning"),
+    **_forms(-1.5, "warned", "unprofitable", "redink", "lawsuits", "suit", "penalty", "fine"),
+    **_forms(-1.0, "hit", "loss", "losses"),
+    **_forms(0.0, "debt", "risk", "risks"),
+    # crypto
+    **_forms(1.5, "listing", "listings", "lists", "halving", "airdrop", "etfapproval"),
+    **_forms(-2.2, "etfrejection", "delistings", "rugpulled", "scammers", "frozen", "freezes"),
     # general-language words that mean little in market news
+    **_forms(0.0, "shares", "value", "values", "profit", "profits", "agreement", "agreements"),
+    **_forms(0.0, "number", "numbers", "earnings", "figure", "growth", "increase", "deal"),
     **_forms(0.0, "interest", "united", "credit", "security", "share", "care", "free", "stable"),
     **_forms(0.0, "grant", "block", "gross", "wells", "trust", "chance", "littlechanged", "flat"),
     **_forms(
@@ -67,7 +94,11 @@ FINANCE_WORDS: dict[str, float] = {
 """VADER valences (-4..+4) by lower-case token; they replace VADER's own where both exist."""
 
 PHRASES: tuple[tuple[str, str], ...] = (
-    (r"\b(?:record|all[- ]time|fresh|multi-year|52-week) highs?\b", "recordhigh"),
+    (
+        r"\b(?:record|all[- ]time|fresh|multi-year|52-week)(?: closing| intraday)? highs?\b",
+        "recordhigh",
+    ),
+    (r"\brecord (?:net |operating |quarterly |annual )?loss(?:es)?\b", "recordlow"),
     (r"\b(?:record|all[- ]time|multi-year|52-week) lows?\b", "recordlow"),
     (r"\bnew highs?\b", "newhigh"),
     (r"\bnew lows?\b", "newlow"),
@@ -81,6 +112,46 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"\b(?:cuts|cut|lowers|lowered|slashes|slashed) (?:\w+ ){0,2}(?:guidance|outlook|forecast)\b",
         "cutsguidance",
     ),
+    (
+        r"\b(?:tops?|topped|exceeds?|exceeded|surpass(?:es|ed)?) (?:\w+ ){0,2}(?:estimates|expectations|forecasts|consensus|views)\b",
+        "beatsestimates",
+    ),
+    (
+        r"\b(?:better|stronger|higher)[- ]than[- ](?:expected|forecast|anticipated)\b",
+        "beatsestimates",
+    ),
+    (r"\b(?:worse|weaker|lower)[- ]than[- ](?:expected|forecast|anticipated)\b", "missesestimates"),
+    (
+        r"\b(?:above|ahead of) (?:\w+ ){0,1}(?:estimates|expectations|forecasts|consensus)\b",
+        "beatsestimates",
+    ),
+    (
+        r"\b(?:below|short of) (?:\w+ ){0,1}(?:estimates|expectations|forecasts|consensus)\b",
+        "missesestimates",
+    ),
+    (r"\bbeats? (?:by|on)\b", "beatsestimates"),
+    (r"\bmiss(?:es|ed)? (?:by|on)\b", "missesestimates"),
+    (r"\bfalls? short\b", "missesestimates"),
+    (
+        r"\b(?:less|slower|smaller|weaker|lower) than (?:expected|forecast|anticipated|estimated)\b",
+        "missesestimates",
+    ),
+    (
+        r"\b(?:more|faster|bigger|stronger|higher) than (?:expected|forecast|anticipated|estimated)\b",
+        "beatsestimates",
+    ),
+    (r"\bbuy(?:ing|s)? (?:the )?dips?\b", "buythedip"),
+    (r"\betfs? (?:approval|approved|greenlit|green light|wins approval)\b", "etfapproval"),
+    (r"\betfs? (?:rejection|rejected|denied|denial|delayed)\b", "etfrejection"),
+    (
+        r"\b(?:swung|swings|swing|turned|turns|returned|returns|back) (?:in)?to (?:a )?(?:net |operating |pre-?tax |quarterly )?profits?\b",
+        "blackink",
+    ),
+    (
+        r"\b(?:swung|swings|swing|turned|turns) (?:in)?to (?:a )?(?:net |operating |pre-?tax |quarterly )?loss(?:es)?\b",
+        "redink",
+    ),
+    (r"\bin the black\b", "blackink"),
     (r"\bfear of missing out\b", "fomo"),
     (r"\bto the moon\b", "tothemoon"),
     (r"\brisk[- ]on\b", "riskon"),
@@ -100,7 +171,7 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\b(?:up|higher by|adds|added) \+?\d+(?:\.\d+)?\s?%", "upmove"),
     (r"\b(?:down|lower by) -?\d+(?:\.\d+)?\s?%", "downmove"),
     (r"(?<![\w.])\+\d+(?:\.\d+)?\s?%", "upmove"),
-    (r"(?<![\w.])[-−]\d+(?:\.\d+)?\s?%", "downmove"),
+    (r"(?<![\w.%])[-−]\d+(?:\.\d+)?\s?%", "downmove"),
 )
 """Multi-word finance phrases, rewritten to one lexicon token before VADER reads the text."""
 

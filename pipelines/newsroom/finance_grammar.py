@@ -1,0 +1,365 @@
+"""The grammar of financial news: moves of figures, comparisons and ratings read as sentiment tokens.
+
+Plain VADER scores words alone: "profit" is good and "loss" bad whatever happens to them, and
+"decreased" or "EUR 7.8 mn compared to EUR 11.2 mn" carry nothing. Finance news says whether
+something good or bad went up or down, so each move is combined with what moves (loss narrowed:
+good; costs up: bad) and rewritten to one token, `finup` (good news) or `findown` (bad news), that
+the finance lexicon scores. VADER then reads the rewritten text with its own negation and
+intensifier rules ("profit did not rise" is bad news).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from pipelines.newsroom import lexicon
+from pipelines.newsroom.terms import term_pattern
+
+GOOD_NEWS = "finup"
+BAD_NEWS = "findown"
+MEASURED = "figure"
+"""What a figure's word becomes once its move is read: the move carries the sentiment."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+GOOD_WHEN_UP = _words(
+    """profit profits earnings income revenue revenues sales turnover orders order bookings
+    backlog margin margins ebit ebitda eps dividend dividends payout guidance outlook forecast
+    forecasts target targets estimate estimates rating view views demand deliveries shipments
+    subscriber subscribers user users customer customers traffic occupancy volume volumes share
+    shares stock stocks price prices valuation value cash cashflow result results return returns
+    productivity profitability efficiency market markets jobs workforce staff headcount
+    employment savings surplus growth capacity stake inflows tvl hashrate liquidity buyback
+    buybacks exports confidence sentiment index gdp wages payrolls"""
+)
+BAD_WHEN_UP = _words(
+    """loss losses deficit cost costs expenses expense spending debt debts borrowings
+    liabilities writedowns write-downs impairment impairments charges provisions unemployment
+    jobless layoffs redundancies churn defaults delinquencies outflows inflation risk risks
+    volatility inventories stockpiles shorts claims bankruptcies fees fines penalties
+    liquidations fear fears worries concerns concern uncertainty recession pressure pressures
+    headwinds tensions strain stress"""
+)
+EITHER_WAY = _words(
+    """rate rates interest taxes tax capex investment yield yields production output supply
+    supplies"""
+)
+"""Good for one side and bad for the other (a producer's output, a bond's yield): no sentiment."""
+
+QUANTITIES: dict[str, int] = (
+    dict.fromkeys(EITHER_WAY, 0) | dict.fromkeys(BAD_WHEN_UP, -1) | dict.fromkeys(GOOD_WHEN_UP, 1)
+)
+"""What moves, by whether its rise is good (+1), bad (-1) or neither (0) for investors."""
+
+RISES = _words(
+    """rose rise rises risen rising increase increases increased increasing grew grow grows
+    growing grown jumped jump jumps climbed climb climbs gained gains surged surge surges soared
+    improved improve improves improvement improving expanded expand expands widened widen widens
+    widening higher doubled double doubles tripled rebounded recovered bounced bounces raised
+    raises raise raising lifted lifts lift boosted boosts boost hiked hikes hike upped ups
+    strengthened stronger up upmove accelerated accelerates edges edged ticked exceeded exceeds
+    exceed exceeding ramps ramped topped bigger larger"""
+)
+FALLS = _words(
+    """fell fall falls fallen falling decrease decreases decreased decreasing decline declines
+    declined declining dropped drop drops dropping lower lowered lowers lowering cut cuts cutting
+    reduced reduce reduces reducing reduction trimmed trims trim slashed slashes slash shrank
+    shrink shrinks shrunk contracted contracts contraction narrowed narrow narrows narrowing
+    slipped slips slip slid sank sinks tanked tanks tank sagged sags plunged plunges tumbled
+    tumbles weakened weakens weaker halved eased eases dipped dips down downmove deteriorated
+    deterioration smaller lost sheds shed pulls pulled withdraws withdrew suspends suspended
+    scraps scrapped slowed slows decelerated subside subsides subsided"""
+)
+"""Words that say a figure went up or down: verbs, nouns and adjectives alike."""
+
+TAKES_OBJECT = _words(
+    """raised raises raise raising lifted lifts lift boosted boosts boost hiked hikes hike upped
+    ups increased increases increase doubled tripled expanded expand expands higher bigger larger
+    lower lowered lowers lowering cut cuts cutting reduced reduce reduces reducing trimmed trims
+    trim slashed slashes slash halved smaller weaker stronger pulls pulled withdraws withdrew
+    suspends suspended scraps scrapped improved improve improves rise decline decrease drop fall
+    growth reduction improvement"""
+)
+"""Moves whose figure usually follows them ("raises guidance", "higher costs", "a rise in sales")."""
+
+_ADJECTIVES = _words("higher lower weaker stronger bigger smaller")
+_CLAUSE_ENDS = _words("but while whereas although though as after despite amid when and because")
+_MOVE_ENDS = _words(
+    """to by on in at after as with over from amid for since ahead following toward towards
+    against versus vs while but and again further of before despite"""
+)
+"""Words after which a move is over: "Gold edges lower on ...", "rose 5% to ..."."""
+_AMOUNTS = _words("over about nearly almost more sharply as on after amid following in premarket")
+"""Words after which "up" or "down" is a move ("down over 500 points"), not a phrase ("set up")."""
+_BACK_WINDOW = 6
+_AHEAD_WINDOW = 3
+
+
+@dataclass(frozen=True)
+class Word:
+    """One whitespace-separated word of the text, and its lower-case letters for matching."""
+
+    text: str
+    key: str
+    ends_clause: bool
+
+
+def words_of(text: str) -> list[Word]:
+    words = []
+    for raw in text.split():
+        key = raw.strip(".,;:!?\"'()[]").lower()
+        words.append(Word(raw, key, raw[-1:] in ",;:" or key in _CLAUSE_ENDS))
+    return words
+
+
+def read_moves(text: str) -> str:
+    """The text with every move of a figure rewritten to `finup` or `findown`."""
+    words = words_of(text)
+    out = [w.text for w in words]
+    for i, word in enumerate(words):
+        if word.key not in RISES and word.key not in FALLS:
+            continue
+        found = moved_figure(words, i)
+        if found is None:
+            continue
+        at, good = found
+        rise = 1 if word.key in RISES else -1
+        out[i] = MEASURED if good == 0 else GOOD_NEWS if rise * good > 0 else BAD_NEWS
+        if at != i:
+            out[at] = MEASURED
+    return " ".join(out)
+
+
+def moved_figure(words: Sequence[Word], i: int) -> tuple[int, int] | None:
+    """Where the figure that word i moves is (i itself for its subject's price) and whether its
+    rise is good (+1), bad (-1) or neither (0); None when the word is no move here."""
+    key = words[i].key
+    if key in ("up", "down", "upmove", "downmove"):
+        # "sales up 5%": these follow their figure, closely
+        return _look_back(words, i, 2) or _price_move(words, i)
+    ahead = _look_ahead(words, i)
+    if key in TAKES_OBJECT or _next_key(words, i) in ("in", "of"):
+        return ahead or _look_back(words, i, _BACK_WINDOW) or _price_move(words, i)
+    return _look_back(words, i, _BACK_WINDOW) or ahead or _price_move(words, i)
+
+
+def _next_key(words: Sequence[Word], i: int) -> str | None:
+    return words[i + 1].key if i + 1 < len(words) else None
+
+
+def _look_back(words: Sequence[Word], i: int, window: int) -> tuple[int, int] | None:
+    for j in range(i - 1, max(-1, i - 1 - window), -1):
+        if words[j].key in QUANTITIES:
+            return j, QUANTITIES[words[j].key]
+        if words[j].ends_clause:
+            return None
+    return None
+
+
+def _look_ahead(words: Sequence[Word], i: int) -> tuple[int, int] | None:
+    if words[i].ends_clause:
+        return None
+    for j in range(i + 1, min(len(words), i + 1 + _AHEAD_WINDOW)):
+        if words[j].key in QUANTITIES:
+            return j, QUANTITIES[words[j].key]
+        # qualifiers pass ("raises full-year guidance", "cut 200 jobs", "slash oil prices"),
+        # and so does "in" or "of" right after a noun ("a rise in costs")
+        in_of_after_noun = j == i + 1 and words[j].key in ("in", "of")
+        if words[j].ends_clause or (words[j].key in _MOVE_ENDS and not in_of_after_noun):
+            return None
+    return None
+
+
+def _price_move(words: Sequence[Word], i: int) -> tuple[int, int] | None:
+    """A move with no figure named moves its subject's price ("Gold edges lower", "Dow is down
+    500 points"), unless the word needs an object it lacks ("cut" alone), is part of a phrase
+    ("set up") or describes the noun after it ("a bigger role", "weakened rouble")."""
+    key, following = words[i].key, _next_key(words, i)
+    if key in ("up", "down"):
+        moved = following is not None and (following[:1].isdigit() or following in _AMOUNTS)
+        return (i, 1) if moved else None
+    if key in TAKES_OBJECT and key not in _ADJECTIVES:
+        return None
+    if following is None or words[i].ends_clause or _ends_move(following):
+        return i, 1
+    return None
+
+
+def _ends_move(key: str) -> bool:
+    return key[:1].isdigit() or key.endswith(("ly", "%")) or key in _MOVE_ENDS
+
+
+_PERCENT = re.compile(r"(\d)\s?(?:pct|per cent|percent|p\.c\.)(?!\w)", re.IGNORECASE)
+_PLAIN_MOVES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), word)
+    for pattern, word in (
+        (r"\b(?:went|goes|go|gone|going|moved|moves|picks?|picked|picking) up\b", "rose"),
+        (r"\b(?:went|goes|go|gone|going|moved|moves) down\b", "fell"),
+        (r"\b(?:dries|dried|drying|dry) up\b", "fell"),
+    )
+)
+
+
+def plain_forms(text: str) -> str:
+    """Percent written as `pct`/`per cent` as `%`, and "went down" as "fell": one form per idea."""
+    text = _PERCENT.sub(r"\1%", text)
+    for pattern, word in _PLAIN_MOVES:
+        text = pattern.sub(word, text)
+    return text
+
+
+BUY_RATINGS = (
+    "strong buy", "conviction buy", "speculative buy", "buy", "outperform", "overweight",
+    "positive", "accumulate", "add", "top pick", "market outperform", "sector outperform",
+)  # fmt: skip
+SELL_RATINGS = ("strong sell", "sell", "underperform", "underweight", "negative", "reduce")
+HOLD_RATINGS = (
+    "hold", "neutral", "equal weight", "equal-weight", "market perform", "sector perform",
+    "peer perform", "in line", "in-line", "perform", "mixed", "sector weight", "market weight",
+)  # fmt: skip
+"""From any better rating, a move to hold or neutral is a downgrade; a first hold is no news."""
+
+_UPGRADE = r"(?:upgraded|upgrades|upgrade|raised|raises|raise|upped|ups|lifted|lifts|boosted)"
+_DOWNGRADE = r"(?:downgraded|downgrades|downgrade|cut|cuts|lowered|lowers|lower|trimmed|slashed)"
+_COVERAGE = (
+    r"(?:starts?|started|starting|initiates?|initiated|initiating|begins?|began|resumes?|resumed"
+    r"|reinstates?|reinstated|assumes?|assumed|launches|launched|picks up|rated|maintained"
+    r"|reiterated|reiterates|kept)"
+)
+_BETWEEN = r"\s+(?:[\w.&'-]+\s+){0,4}?"
+"""Up to four words between the verb and the rating: "cut Netflix to", "started Boeing at"."""
+
+
+def _rating_rule(verb: str, linker: str, ratings: Sequence[str]) -> re.Pattern[str]:
+    earlier = term_pattern((*BUY_RATINGS, *SELL_RATINGS, *HOLD_RATINGS)).pattern
+    return re.compile(
+        rf"\b{verb}{_BETWEEN}{linker}(?:an?\s+)?{term_pattern(ratings).pattern}"
+        rf"(?:\s+from\s+(?:an?\s+)?{earlier})?",
+        re.IGNORECASE,
+    )
+
+
+_RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_rating_rule(_UPGRADE, r"to\s+", BUY_RATINGS), GOOD_NEWS),
+    (_rating_rule(_DOWNGRADE, r"to\s+", (*SELL_RATINGS, *HOLD_RATINGS)), BAD_NEWS),
+    (_rating_rule(_COVERAGE, r"(?:(?:at|with|as|to)\s+)?", BUY_RATINGS), GOOD_NEWS),
+    (_rating_rule(_COVERAGE, r"(?:at|with|as|to)\s+", SELL_RATINGS), BAD_NEWS),
+)
+"""Analyst ratings: upgraded to buy, cut to hold, started at outperform, initiated at sell."""
+
+
+def read_ratings(text: str) -> str:
+    for pattern, token in _RATINGS:
+        text = pattern.sub(f" {token} ", text)
+    return text
+
+
+_SCALES: dict[str, float] = {
+    "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "mln": 1e6, "million": 1e6, "b": 1e9,
+    "bn": 1e9, "bln": 1e9, "billion": 1e9, "%": 1.0,
+}  # fmt: skip
+_MONEY = r"(?:eur|usd|gbp|sek|nok|dkk|chf|jpy|rmb|cny|inr|rs\.?|us\$|\$|€|£|¥)\s?"
+_FIGURE = (
+    r"(?P<{n}loss>(?:net |operating |pre-tax |pretax )?loss(?:es)? of\s+)?"
+    rf"(?P<{{n}}money>{_MONEY})?(?P<{{n}}value>\d[\d,]*(?:\.\d+)?)\s?"
+    r"(?P<{n}unit>mn|mln|million|bn|bln|billion|m|b|k|thousand|%)?(?!\w)"
+)
+
+
+def _figure(name: str) -> str:
+    return _FIGURE.replace("{n}", name)
+
+
+_NOW_THEN = re.compile(
+    rf"{_figure('now')}(?P<link>\s*,?\s*(?:(?:as |when )?compared (?:to|with)|versus|vs\.?"
+    r"|against|(?:up |down )?from|over|in comparison (?:to|with))\s+(?:(?:a|an|the)\s+)?"
+    rf"(?:(?:net |operating )?profit of\s+)?){_figure('then')}",
+    re.IGNORECASE,
+)
+"""A figure, then the one it is compared with: "EUR 7.8 mn compared to EUR 11.2 mn", "$350 from
+$320", "revenue $4.625 bln vs. $4.628 bln" (the result against the consensus)."""
+_THEN_NOW = re.compile(
+    rf"\bfrom\s+{_figure('then')}(?P<link>\s+(?:to|into)\s+(?:(?:a|an)\s+)?){_figure('now')}",
+    re.IGNORECASE,
+)
+"""From the earlier figure to the current one: "from EUR 8.7 mn to EUR 13.1 mn"."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number as written, with its unit and whether it was written as a loss."""
+
+    value: float
+    unit: str
+    is_money: bool
+    is_loss: bool
+
+    def amount(self, other_unit: str) -> float:
+        # "EUR 7.8 compared to EUR 11.2 mn": an unwritten unit is the other figure's
+        signed = -self.value if self.is_loss else self.value
+        return signed * _SCALES.get(self.unit or other_unit, 1.0)
+
+    @property
+    def is_year(self) -> bool:
+        plain = not self.unit and not self.is_money
+        return plain and self.value.is_integer() and 1900 <= self.value <= 2100
+
+
+def _read_figure(match: re.Match[str], name: str) -> Figure:
+    return Figure(
+        float(match[f"{name}value"].replace(",", "")),
+        (match[f"{name}unit"] or "").lower(),
+        bool(match[f"{name}money"]),
+        bool(match[f"{name}loss"]),
+    )
+
+
+def read_comparisons(text: str) -> str:
+    """Each comparison of two figures marked `finup` or `findown` between its two figures."""
+    for pattern in (_THEN_NOW, _NOW_THEN):
+        text = pattern.sub(partial(_compared, text), text)
+    return text
+
+
+def _compared(text: str, match: re.Match[str]) -> str:
+    now, then = _read_figure(match, "now"), _read_figure(match, "then")
+    if now.is_year or then.is_year or (now.unit == "%") != (then.unit == "%"):
+        return match[0]
+    change = now.amount(then.unit) - then.amount(now.unit)
+    # a figure written as a loss is a signed profit: "a loss of 1 compared to a profit of 2"
+    good = 1 if now.is_loss or then.is_loss else _figure_sign(text[: match.start()])
+    if change == 0 or good == 0:
+        return match[0]
+    token = GOOD_NEWS if change * good > 0 else BAD_NEWS
+    split = match.start("link") - match.start()
+    return f"{match[0][:split]} {token} {match[0][split:]}"
+
+
+def _figure_sign(before: str) -> int:
+    """Whether a rise of the figure the text last named is good: +1 when it names none."""
+    for word in reversed(words_of(before)[-8:]):
+        if word.key in QUANTITIES:
+            return QUANTITIES[word.key]
+    return 1
+
+
+def rewrite_phrases(text: str) -> str:
+    """Multi-word finance phrases as single lexicon tokens ("record high" -> "recordhigh")."""
+    for pattern, token in lexicon.COMPILED_PHRASES:
+        text = pattern.sub(f" {token} ", text)
+    return text
+
+
+def read_finance(text: str) -> str:
+    """Every rule in turn: the text as VADER should read it, figures' moves rewritten to tokens.
+
+    Comparisons read the figures before phrases rewrite "+5%"; moves come last, so that phrase
+    tokens such as `upmove` ("sales up 5%") find their figure too.
+    """
+    return read_moves(rewrite_phrases(read_ratings(read_comparisons(plain_forms(text)))))
