@@ -98,7 +98,7 @@ _MOVE_ENDS = _words(
 _AMOUNTS = _words("over about nearly almost more sharply as on after amid following in premarket")
 """Words after which "up" or "down" is a move ("down over 500 points"), not a phrase ("set up")."""
 _BACK_WINDOW = 6
-_AHEAD_WINDOW = 3
+_AHEAD_WINDOW = 4
 
 
 @dataclass(frozen=True)

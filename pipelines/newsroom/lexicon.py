@@ -83,6 +83,7 @@ FINANCE_WORDS: dict[str, float] = {
     # general-language words that mean little in market news
     **_forms(0.0, "shares", "value", "values", "profit", "profits", "agreement", "agreements"),
     **_forms(0.0, "number", "numbers", "earnings", "figure", "growth", "increase", "deal"),
+    **_forms(0.0, "outstandingshares"),
     **_forms(0.0, "interest", "united", "credit", "security", "share", "care", "free", "stable"),
     **_forms(0.0, "grant", "block", "gross", "wells", "trust", "chance", "littlechanged", "flat"),
     **_forms(
@@ -152,6 +153,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "redink",
     ),
     (r"\bin the black\b", "blackink"),
+    (
+        r"\b(?:shares|stock|debt|loans?|notes|bonds|options) outstanding\b"
+        r"|\boutstanding (?:shares|stock|debt|loans?|notes|bonds|options|balance)\b",
+        "outstandingshares",
+    ),
     (r"\bfear of missing out\b", "fomo"),
     (r"\bto the moon\b", "tothemoon"),
     (r"\brisk[- ]on\b", "riskon"),

@@ -18,9 +18,7 @@ from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
 from pipelines.warehouse.staging import RunTransaction
 
-VERSION = code_version(
-    briefs_module, enrichment, finance_grammar, lexicon, tagging, terms, topics
-)
+VERSION = code_version(briefs_module, enrichment, finance_grammar, lexicon, tagging, terms, topics)
 """The code briefs are tagged and enriched with: a change re-enriches every article once.
 Hashed when the code is imported: the source that runs, even if its files are edited later."""
 
