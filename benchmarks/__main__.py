@@ -1,4 +1,4 @@
-"""`python -m benchmarks [--only api,metering,analytics,pipeline]`: one table, also written as JSON."""
+"""`python -m benchmarks [--only api,metering,analytics,pipeline,sentiment]`: one table, also written as JSON."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ from benchmarks.pipeline import (
     SIZES,
     pipeline_section,
 )
+from benchmarks.sentiment import sentiment_section
 from benchmarks.serving import LoadPlan, Workspace, api_section, metering_section
 
-SECTIONS = ("analytics", "api", "metering", "pipeline")
+SECTIONS = ("analytics", "api", "metering", "pipeline", "sentiment")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -132,6 +133,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
             args.end_date,
             args.executors or None,
         ),
+        "sentiment": sentiment_section,
     }
     info: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -1,0 +1,173 @@
+"""The sentiment section: the scorer against labelled finance headlines, and 100 articles' time.
+
+The labelled set (tests/fixtures/sentiment, MIT) is split by a hash of each text into a tuning part
+and a held-out part; the figures are the held-out part's. Each headline is scored through the
+call the briefs use (`LexiconEnricher.enrich_one` with the headline as title and body) and
+bucketed with the product's thresholds (positive at >= 1, negative at <= -1).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+from benchmarks.figures import Figure, Goal
+from pipelines.newsroom.enrichment import SENTIMENT_SCALE, Article, LexiconEnricher
+from pipelines.newsroom.sentiment import POSITIVE_FROM
+
+LABELLED_SET = (
+    Path(__file__).parents[1] / "tests/fixtures/sentiment/twitter_financial_news_valid.csv"
+)
+LABELS = {"0": "negative", "1": "positive", "2": "neutral"}
+"""The set's label codes (bearish, bullish, neutral) as the product's buckets."""
+BUCKETS = ("positive", "neutral", "negative")
+
+ACCURACY_GOAL = Goal("project", ">=", 0.80)
+MACRO_F1_GOAL = Goal("project", ">=", 0.75)
+NEGATIVE_RECALL_GOAL = Goal("project", ">=", 0.70)
+ENRICH_SECONDS_GOAL = Goal("project", "<", 1.0)
+BATCH = 100
+"""Articles in the timed batch: about one news refresh of the embedded market."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    text: str
+    bucket: str
+
+
+def labelled(path: Path = LABELLED_SET) -> list[Headline]:
+    with path.open(newline="", encoding="utf-8") as rows:
+        return [Headline(row["text"], LABELS[row["label"]]) for row in csv.DictReader(rows)]
+
+
+def is_held_out(text: str) -> bool:
+    """Deterministic, about half: an odd SHA-256 of the text is held out, an even one tunes."""
+    return int(hashlib.sha256(text.encode()).hexdigest(), 16) % 2 == 1
+
+
+def held_out(headlines: Sequence[Headline]) -> list[Headline]:
+    return [h for h in headlines if is_held_out(h.text)]
+
+
+def tuning(headlines: Sequence[Headline]) -> list[Headline]:
+    return [h for h in headlines if not is_held_out(h.text)]
+
+
+def bucket_of(sentiment: float | None) -> str:
+    """The sentiment buckets of decisions.md (a missing score is neutral)."""
+    value = sentiment or 0.0
+    if value >= POSITIVE_FROM:
+        return "positive"
+    return "negative" if value <= -POSITIVE_FROM else "neutral"
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Agreement of predicted buckets with the labels."""
+
+    accuracy: float
+    macro_f1: float
+    recall: dict[str, float]
+    count: int
+
+
+def scores(gold: Sequence[str], predicted: Sequence[str]) -> Scores:
+    pairs = list(zip(gold, predicted, strict=True))
+    f1s, recall = [], {}
+    for bucket in BUCKETS:
+        hits = sum(g == p == bucket for g, p in pairs)
+        labelled_so = sum(g == bucket for g, _ in pairs)
+        called_so = sum(p == bucket for _, p in pairs)
+        recall[bucket] = hits / labelled_so if labelled_so else 0.0
+        precision = hits / called_so if called_so else 0.0
+        both = precision + recall[bucket]
+        f1s.append(2 * precision * recall[bucket] / both if both else 0.0)
+    accuracy = sum(g == p for g, p in pairs) / len(pairs)
+    return Scores(accuracy, statistics.fmean(f1s), recall, len(pairs))
+
+
+def product_buckets(headlines: Sequence[Headline]) -> list[str]:
+    """Each headline scored as the briefs score it, and bucketed."""
+    enricher = LexiconEnricher()
+    articles = [Article("stocks", h.text, h.text) for h in headlines]
+    return [bucket_of(e.sentiment) for e in enricher.enrich_each(articles)]
+
+
+def plain_vader_buckets(headlines: Sequence[Headline]) -> list[str]:
+    """The anchor: VADER's own lexicon alone, on the same scale and buckets."""
+    vader = SentimentIntensityAnalyzer()
+    return [
+        bucket_of(vader.polarity_scores(h.text)["compound"] * SENTIMENT_SCALE) for h in headlines
+    ]
+
+
+def evaluate(
+    headlines: Sequence[Headline], scorer: Callable[[Sequence[Headline]], list[str]]
+) -> Scores:
+    return scores([h.bucket for h in headlines], scorer(headlines))
+
+
+def refresh_articles(headlines: Sequence[Headline], count: int = BATCH) -> list[Article]:
+    """`count` articles shaped like a news refresh's: a headline and a body of a few sentences."""
+    texts = [h.text for h in headlines]
+    return [
+        Article(
+            "crypto",
+            texts[i % len(texts)],
+            " ".join(texts[(i + k) % len(texts)] for k in range(1, 6)),
+        )
+        for i in range(count)
+    ]
+
+
+def enrich_seconds(articles: Sequence[Article], repeats: int = 5) -> float:
+    """Median wall seconds of `LexiconEnricher.enrich` over the batch (the enricher made once,
+    as the pipeline's resource is)."""
+    enricher = LexiconEnricher()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        enricher.enrich(articles)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sentiment_section() -> list[Figure]:
+    headlines = held_out(labelled())
+    product = evaluate(headlines, product_buckets)
+    anchor = evaluate(headlines, plain_vader_buckets)
+    name = f"held-out headlines ({product.count})"
+    details = {"recall": product.recall, "anchor_recall": anchor.recall}
+
+    def figure(what: str, mine: float, theirs: float, goal: Goal | None) -> Figure:
+        return Figure(
+            "sentiment", f"{what}, {name}", "share", mine, theirs, "plain VADER", goal, details
+        )
+
+    figures = [
+        figure("accuracy", product.accuracy, anchor.accuracy, ACCURACY_GOAL),
+        figure("macro-F1", product.macro_f1, anchor.macro_f1, MACRO_F1_GOAL),
+        figure(
+            "negative recall",
+            product.recall["negative"],
+            anchor.recall["negative"],
+            NEGATIVE_RECALL_GOAL,
+        ),
+        figure("positive recall", product.recall["positive"], anchor.recall["positive"], None),
+        figure("neutral recall", product.recall["neutral"], anchor.recall["neutral"], None),
+    ]
+    seconds = enrich_seconds(refresh_articles(headlines))
+    figures.append(
+        Figure(
+            "sentiment", f"enrichment of {BATCH} articles", "s", seconds, goal=ENRICH_SECONDS_GOAL
+        )
+    )
+    return figures
