@@ -62,7 +62,7 @@ lint: install ## ruff lint and format check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: install ## mypy over pipelines, api and mi
+typecheck: install ## mypy over pipelines, api, mi, benchmarks and the Python SDK
 	$(BIN)/mypy
 
 fmt: install ## apply ruff's fixes and formatting
