@@ -1,1 +1,28 @@
 """Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.served import ServedApi, clean_env, materialize_embedded_market, serving
+
+
+@pytest.fixture(scope="session")
+def embedded_market(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir holding a materialized small embedded market (every market); read only."""
+    data_dir = tmp_path_factory.mktemp("embedded-market")
+    materialize_embedded_market(data_dir)
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def served_api(
+    embedded_market: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServedApi]:
+    """`mi serve` over the embedded market with the default metering configuration."""
+    log = tmp_path_factory.mktemp("served") / "serve.log"
+    with serving(clean_env(embedded_market), log) as served:
+        yield served

@@ -1,0 +1,1 @@
+"""Tests of the API's clients, mirroring clients/."""

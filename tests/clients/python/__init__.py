@@ -1,0 +1,1 @@
+"""Tests of the Python SDK (clients/python) against a real `mi serve`."""
