@@ -7,5 +7,6 @@ COMMANDS: dict[str, str] = {
     "keys": "mi.commands.keys:keys",
     "webhooks": "mi.commands.webhooks:webhooks",
     "workers": "mi.commands.workers:workers",
+    "mcp": "mi.commands.mcp_server:mcp",
 }
 """Subcommand name -> `module:attribute` of its click command."""

@@ -1,0 +1,189 @@
+"""`mi mcp` driven by the MCP SDK's own client (stdio, and streamable HTTP), against a real `mi serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from datetime import date
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+from market_intelligence import Client as ApiClient
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from api.metering.config import load_config
+from tests.api.metering.conftest import MI, free_port, stop_group
+from tests.served import ServedApi
+
+pytestmark = pytest.mark.slow
+
+TOOL_OPERATIONS = {
+    "list_instruments": ["list-symbols"],
+    "search_instruments": ["search-instruments"],
+    "instrument_scorecard": ["scorecard"],
+    "price_history": ["get-price-history"],
+    "indicators": ["get-indicators"],
+    "trend": ["get-trend-history", "get-current-trend"],
+    "trend_segments": ["get-trend-segments"],
+    "news_briefs": ["get-recent-briefs", "search-briefs"],
+    "sentiment_history": ["get-sentiment-history"],
+    "analysis": ["get-instrument-analysis"],
+    "market_summary": ["get-market-summary"],
+    "backtest_summary": ["get-backtest-summary"],
+    "current_action": ["get-current-action"],
+    "recommendations": ["get-recommendations"],
+    "balance": ["ping"],
+}
+"""The tools an agent is offered (the issue's list and a balance) and the operations they call."""
+
+CALLS: list[tuple[str, dict[str, Any], str, tuple[Any, ...], dict[str, Any]]] = [
+    ("list_instruments", {"market": "stocks"}, "list_symbols", ("stocks",), {"limit": 100, "skip": 0}),
+    ("search_instruments", {"query": "eth"}, "search_instruments", ("crypto", "eth"), {}),
+    ("instrument_scorecard", {"market": "forex", "symbol": "eurusd"}, "scorecard", ("forex", "eurusd"), {}),
+    ("price_history", {"market": "crypto", "symbol": "BTC", "start": "2026-02-01", "end": "2026-02-10"},
+     "get_price_history", ("crypto", "BTC"), {"limit": 90, "start": date(2026, 2, 1), "end": date(2026, 2, 10)}),
+    ("indicators", {"market": "stocks", "symbol": "AAPL", "period": 50}, "get_indicators", ("stocks", "AAPL"), {"period": 50}),
+    ("trend", {"market": "crypto", "symbol": "ETH", "limit": 5}, "get_trend_history", ("ETH", 5), {}),
+    ("trend", {"market": "commodities", "symbol": "GOLD"}, "get_current_trend", ("commodities", "GOLD"), {}),
+    ("trend_segments", {"market": "stocks", "symbol": "NVDA", "limit": 3}, "get_trend_segments", ("stocks", "NVDA"), {"limit": 3}),
+    ("news_briefs", {"market": "crypto", "symbol": "BTC", "limit": 2}, "get_recent_briefs", ("crypto", "BTC"), {"limit": 2}),
+    ("news_briefs", {"market": "crypto", "symbol": "BTC", "keywords": "bitcoin"}, "search_briefs", ("crypto", "BTC"), {"keywords": "bitcoin", "limit": 10}),
+    ("sentiment_history", {"market": "crypto", "symbol": "BNB", "limit": 60}, "get_sentiment_history", ("crypto", "BNB"), {"limit": 60}),
+    ("analysis", {"symbol": "BTC"}, "get_instrument_analysis", ("BTC",), {}),
+    ("market_summary", {}, "get_market_summary", (), {}),
+    ("backtest_summary", {"symbol": "BTC", "strategy": "conservative", "years": 3}, "get_backtest_summary", ("BTC", "conservative"), {"years": 3}),
+    ("current_action", {"symbol": "ETH"}, "get_current_action", ("ETH", "aggressive"), {}),
+    ("recommendations", {"min_score": 0}, "get_recommendations", (), {"strategy": "aggressive", "limit": 10, "min_score": 0.0}),
+]  # fmt: skip
+"""Tool, its arguments, and the SDK call that must give the same data (the tool's defaults spelled out)."""
+
+
+def stdio(api: ServedApi, key: str) -> StdioServerParameters:
+    env = {**api.env, "MI_API_KEY": key, "MI_API_URL": api.base}
+    return StdioServerParameters(command=MI, args=["mcp"], env=env)
+
+
+def costs_in_words(operation: str) -> str:
+    """How a description must state the operation's cost, read here from the raw configuration."""
+    rule = load_config().costs[operation]
+    if isinstance(rule, int):
+        return f"{operation}: {rule} token"
+    tokens = [step[1] for step in rule.steps] + [rule.otherwise]
+    return f"{operation}: {min(tokens)} to {max(tokens)} tokens"
+
+
+def test_every_tool_is_offered_with_the_token_cost_of_each_operation_it_calls(
+    served_api: ServedApi,
+) -> None:
+    """Tool descriptions state their cost from the one metering configuration."""
+
+    async def listed() -> dict[str, str]:
+        async with Client(stdio(served_api, "unused-for-listing")) as agent:
+            return {tool.name: tool.description or "" for tool in (await agent.list_tools()).tools}
+
+    tools = asyncio.run(listed())
+    assert set(tools) == set(TOOL_OPERATIONS)
+    for name, operations in TOOL_OPERATIONS.items():
+        for operation in operations:
+            assert costs_in_words(operation) in tools[name], (name, tools[name])
+
+
+def test_each_tool_answers_the_api_data_metered_on_the_users_key(served_api: ServedApi) -> None:
+    """Each tool call is one API call on MI_API_KEY: its data is what the SDK gets for the same
+    request, and the key's balance falls by exactly the cost the response reported."""
+    key = served_api.new_key("sandbox")
+
+    async def call_all() -> list[dict[str, Any]]:
+        async with Client(stdio(served_api, key)) as agent:
+            results = []
+            for tool, arguments, *_ in CALLS:
+                result = await agent.call_tool(tool, arguments)
+                assert not result.is_error, (tool, result.content)
+                results.append(result.structured_content)
+            return results
+
+    results = asyncio.run(call_all())
+    with ApiClient(served_api.new_key("internal"), base_url=served_api.base) as sdk:
+        for (tool, _, method, args, kwargs), result in zip(CALLS, results, strict=True):
+            expected = msgspec.to_builtins(getattr(sdk, method)(*args, **kwargs))
+            assert result["data"] == expected, tool
+    remaining = 3000
+    for (tool, *_), result in zip(CALLS, results, strict=True):
+        tokens = result["tokens"]
+        assert tokens["cost"] >= 1, tool
+        remaining -= tokens["cost"]
+        assert tokens["remaining"] == remaining, tool
+
+
+def test_an_api_error_is_a_tool_error_the_agent_can_act_on(served_api: ServedApi) -> None:
+    async def fail() -> tuple[bool, str, dict[str, Any]]:
+        async with Client(stdio(served_api, served_api.new_key("sandbox"))) as agent:
+            missing = await agent.call_tool("indicators", {"market": "crypto", "symbol": "NOPE"})
+            balance = await agent.call_tool("balance", {})
+            text = missing.content[0].text  # type: ignore[union-attr]
+            return missing.is_error, text, balance.structured_content
+
+    is_error, text, balance = asyncio.run(fail())
+    assert is_error
+    assert "NotFound (404)" in text
+    assert "list_instruments" in text
+    assert balance["data"] == {"text": "pong"}
+    # The 404 cost its 1 token net, the balance call 1: the key paid for both, as any client.
+    assert balance["tokens"]["remaining"] == 2998
+
+
+def test_mi_mcp_without_a_key_exits_1_naming_the_variable(served_api: ServedApi) -> None:
+    env = {name: value for name, value in served_api.env.items() if name != "MI_API_KEY"}
+    done = subprocess.run(
+        [MI, "mcp"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    assert "MI_API_KEY" in done.stderr
+
+
+def test_mi_mcp_with_port_serves_the_same_tools_over_streamable_http(
+    served_api: ServedApi,
+) -> None:
+    port = free_port()
+    env = {
+        **served_api.env,
+        "MI_API_KEY": served_api.new_key("sandbox"),
+        "MI_API_URL": served_api.base,
+    }
+    server = subprocess.Popen(
+        [MI, "mcp", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port, server)
+
+        async def over_http() -> tuple[set[str], Any]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as agent:
+                names = {tool.name for tool in (await agent.list_tools()).tools}
+                result = await agent.call_tool("list_instruments", {"market": "crypto"})
+                return names, result.structured_content
+
+        names, result = asyncio.run(over_http())
+    finally:
+        stop_group(server)
+    assert names == set(TOOL_OPERATIONS)
+    assert result["data"] == {"symbols": ["BNB", "BTC", "ETH"]}
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "mi mcp --port exited"
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    pytest.fail(f"mi mcp not listening on {port} within {timeout}s")
