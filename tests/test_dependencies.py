@@ -11,6 +11,8 @@ import tomllib
 from tests.test_walls import PRODUCTION, ROOT, imported_modules, modules_of
 
 FIRST_PARTY = {"api", "pipelines", "mi"}
+WORKSPACE = {"market_intelligence": "market-intelligence-client"}
+"""Packages of the workspace's own members (editable installs name no top-level packages)."""
 NOT_LOCKED = {
     "dagster_k8s": "the Kubernetes executor, installed by who deploys it (docs/deployment.md)"
 }
@@ -41,7 +43,10 @@ def third_party_imports() -> dict[str, str]:
 
 
 def test_every_imported_package_is_declared() -> None:
-    providers = importlib.metadata.packages_distributions()
+    providers = {
+        **importlib.metadata.packages_distributions(),
+        **{top: [dist] for top, dist in WORKSPACE.items()},
+    }
     declared = declared_distributions()
     undeclared = {
         top: where

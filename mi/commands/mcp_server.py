@@ -23,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from api.metering.config import MeteringConfig, ScaledCost
+from api.params import SCALED_BY
 from mi.commands.keys import metering_config
 
 API_KEY_ENV = "MI_API_KEY"
@@ -51,11 +52,12 @@ def cost_text(config: MeteringConfig, operation: str) -> str:
         return f"{rule} token{'s' if rule != 1 else ''}"
     low = min(tokens for _, tokens in rule.steps)
     scale = ", ".join(f"<= {bound}: {tokens}" for bound, tokens in rule.steps)
-    return f"{low} to {rule.ceiling} tokens by {_scaled_by(rule)} ({scale}, more: {rule.otherwise})"
+    by = _scaled_by(operation, rule)
+    return f"{low} to {rule.ceiling} tokens by {by} ({scale}, more: {rule.otherwise})"
 
 
-def _scaled_by(rule: ScaledCost) -> str:
-    return "the number of points returned" if rule.by_points else f"`{rule.param}`"
+def _scaled_by(operation: str, rule: ScaledCost) -> str:
+    return "the number of points returned" if rule.by_points else f"`{SCALED_BY[operation].name}`"
 
 
 def _describe(summary: str, config: MeteringConfig, *operations: str) -> str:
