@@ -148,13 +148,18 @@ class Usage:
     month: dict[str, int]
 
 
+FREE_STATUSES = frozenset({304, 401, 402, 403, 429})
+"""Answers that cost nothing (a 304 still counts toward the rate and connection limits)."""
+
+
 def net_cost(status: int, charged: int, final: int | None = None) -> int:
     """Tokens a request costs net, by response status (decisions.md, Authentication and metering).
 
-    2xx/3xx and 400 cost the route's cost (`final`, never above what was charged); 401, 402, 403
-    and 429 cost 0; 404, 422, any other 4xx and every 5xx cost 1 (the failure floor).
+    2xx/3xx and 400 cost the route's cost (`final`, never above what was charged); a 304 (the
+    client's copy is current, decisions.md "Conditional requests"), 401, 402, 403 and 429 cost 0;
+    404, 422, any other 4xx and every 5xx cost 1 (the failure floor).
     """
-    if status in (401, 402, 403, 429):
+    if status in FREE_STATUSES:
         return 0
     if status < 400 or status == 400:
         return charged if final is None else max(0, min(final, charged))

@@ -11,7 +11,7 @@ from typing import Any, cast
 import httpx
 import msgspec
 import pytest
-from litestar import Litestar, Request, get
+from litestar import Litestar, Request, Response, get
 from litestar.exceptions import HTTPException, NotFoundException, ServiceUnavailableException
 from litestar.middleware import DefineMiddleware
 from litestar.response import Stream
@@ -45,8 +45,10 @@ async def status() -> dict[str, str]:
 
 
 @get("/api/v2/{market:str}/newsroom/get-recent-briefs/{symbol:str}", opt={"operation": "get-recent-briefs"})  # fmt: skip
-async def briefs(request: Request[Any, Any, Any]) -> dict[str, list[str]]:
+async def briefs(request: Request[Any, Any, Any]) -> Any:
     symbol = request.path_params["symbol"]
+    if symbol == "CURRENT":  # the client's copy is current: what an If-None-Match match answers
+        return Response(content=b"", status_code=304)
     if symbol in FAILURES:
         raise FAILURES[symbol]()
     if symbol in ("BAD", "INVALID"):
@@ -272,6 +274,22 @@ async def test_headers_state_the_cost_net_of_same_request_credit(
     assert response.status_code == status
     assert tokens(response) == dict(zip(HEADERS, (net, 3000, 1000, 3000 - net, 1000 - net), strict=True))  # fmt: skip
     assert await spent(store) == net
+
+
+async def test_a_304_is_free_yet_admitted_like_any_request(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    """decisions.md, Conditional requests: 0 tokens with the balance headers; it still goes through
+    the admit (so it counts toward the rate and connection limits), then is credited in full."""
+    response = await client.get("/api/v2/crypto/newsroom/get-recent-briefs/CURRENT", headers=bearer(key))  # fmt: skip
+    assert response.status_code == 304
+    assert tokens(response) == dict(zip(HEADERS, (0, 3000, 1000, 3000, 1000), strict=True))
+    entries = await store.ledger(key_id_of(key) or "")
+    assert [(e.kind, e.status, e.tokens) for e in entries] == [
+        ("charge", 0, 3),
+        ("credit", 304, -3),
+    ]
+    assert await spent(store) == 0
 
 
 @pytest.mark.parametrize(

@@ -184,6 +184,8 @@ def test_a_repeated_request_revalidates_with_its_etag_and_a_304_returns_the_cach
     assert "if-none-match" not in initial.request_headers
     assert repeat.request_headers["if-none-match"] == initial.response_headers["etag"]
     assert repeat.status == 304
+    assert repeat.response_headers["x-tokens-cost"] == "0", "a 304 is free (decisions.md)"
+    assert initial.response_headers["x-tokens-cost"] == "8"
     client.get_indicators("crypto", "BTC", period=21)
     assert "if-none-match" not in recorder.exchanges[-1].request_headers, "another request"
 
