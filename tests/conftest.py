@@ -6,8 +6,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import stamina
 
 from tests.served import ServedApi, clean_env, materialize_embedded_market, serving
+
+
+@pytest.fixture(autouse=True)
+def retries_without_waits() -> Iterator[None]:
+    """Retries make every attempt their policy allows but wait nothing between them (stamina's
+    testing mode): only the tests of the waits themselves switch it off."""
+    with stamina.set_testing(True, attempts=1_000, cap=True):
+        yield
 
 
 @pytest.fixture(scope="session")

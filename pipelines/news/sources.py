@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,9 +12,15 @@ import httpx
 
 from pipelines.news.model import FeedDocument
 from pipelines.prices.sources.listing import SourceFile, stat_files
+from pipelines.retries import (
+    RETRYABLE_STATUSES,
+    RetryableError,
+    RetryPolicy,
+    retry_after_seconds,
+    retrying,
+)
 
 USER_AGENT = "market-intelligence-news/0.1 (+feed reader)"
-RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class NewsSource(ABC):
@@ -75,45 +81,49 @@ class HttpFeedFetcher:
     timeout_seconds: float = 10.0
     attempts: int = 3
     backoff_seconds: float = 0.5
-    """Pause before the second attempt; doubled before each further one."""
+    """Pause before the second attempt; doubled before each further one (plus jitter)."""
     max_bytes: int = 10 * 1024 * 1024
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ValueError(f"attempts must be at least 1, not {self.attempts}")
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The project's one retry policy with this fetcher's attempts and first wait."""
+        return RetryPolicy(attempts=self.attempts, wait_initial=self.backoff_seconds, wait_max=30.0)
 
     def fetch(self, url: str) -> FeedDocument:
         headers = {
             "User-Agent": USER_AGENT,
             "Accept": "application/rss+xml, application/atom+xml, */*",
         }
+        tries = 0
         with httpx.Client(
             timeout=self.timeout_seconds, headers=headers, follow_redirects=True
         ) as client:
-            error = "no attempt made"
-            for attempt in range(1, self.attempts + 1):
-                if attempt > 1:
-                    self.sleep(self.backoff_seconds * 2 ** (attempt - 2))
-                content, error, retryable = self._attempt(client, url)
-                if content is not None:
-                    return FeedDocument(url, url, content)
-                if not retryable:
-                    break
-            return FeedDocument(url, url, None, f"{error} (after {attempt} attempt(s))")
+            try:
+                for attempt in retrying(self.retry, (RetryableError, httpx.HTTPError)):
+                    with attempt:
+                        tries = attempt.num
+                        return FeedDocument(url, url, self._body(client, url))
+            except (_UnreadableError, RetryableError) as error:
+                failure = str(error)
+            except httpx.HTTPError as error:
+                failure = f"{type(error).__name__}: {error}"
+        return FeedDocument(url, url, None, f"{failure} (after {tries} attempt(s))")
 
-    def _attempt(self, client: httpx.Client, url: str) -> tuple[bytes | None, str, bool]:
-        """The body, or (None, what went wrong, whether another attempt may help)."""
-        try:
-            with client.stream("GET", url) as response:
-                if response.status_code != httpx.codes.OK:
-                    retryable = response.status_code in RETRYABLE_STATUSES
-                    return None, f"HTTP {response.status_code}", retryable
-                return self._read_bounded(response), "", False
-        except _TooLargeError as error:
-            return None, str(error), False
-        except httpx.HTTPError as error:
-            return None, f"{type(error).__name__}: {error}", True
+    def _body(self, client: httpx.Client, url: str) -> bytes:
+        """The feed's bytes; RetryableError when another attempt may help, _UnreadableError when
+        it cannot (httpx's own errors, all worth another attempt, pass through)."""
+        with client.stream("GET", url) as response:
+            status = response.status_code
+            if status == httpx.codes.OK:
+                return self._read_bounded(response)
+            if status in RETRYABLE_STATUSES:
+                wait = retry_after_seconds(response.headers.get("Retry-After"), time.time())
+                raise RetryableError(f"HTTP {status}", wait)
+            raise _UnreadableError(f"HTTP {status}")
 
     def _read_bounded(self, response: httpx.Response) -> bytes:
         chunks: list[bytes] = []
@@ -121,13 +131,13 @@ class HttpFeedFetcher:
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > self.max_bytes:
-                raise _TooLargeError(f"response larger than {self.max_bytes} bytes")
+                raise _UnreadableError(f"response larger than {self.max_bytes} bytes")
             chunks.append(chunk)
         return b"".join(chunks)
 
 
-class _TooLargeError(Exception):
-    pass
+class _UnreadableError(Exception):
+    """A feed another attempt would not read either (an answer such as 404, or too large)."""
 
 
 def is_url(location: str) -> bool:

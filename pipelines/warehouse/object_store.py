@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import secrets
 import time
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pipelines.catalog import MANIFEST_NAME, Manifest, PartitionFile, Table
 from pipelines.catalog.manifest import PARTITION_SEPARATOR, manifest_from_json, manifest_to_json
 from pipelines.catalog.storage import S3Location, read_partitions
+from pipelines.retries import RetryableError, RetryPolicy, retrying
 from pipelines.warehouse.commits import (
     CommitConflictError,
     TableWrite,
@@ -126,24 +126,42 @@ class ObjectWarehouse:
         partitions), or when the manifest changed under every attempt.
         """
         client = self.location.client()
-        for attempt in range(1, self.max_attempts + 1):
-            snapshot = self.snapshot(client)
-            stale = conflicts(snapshot.manifest, writes)
-            if stale:
-                raise CommitConflictError(
-                    f"changed by another run since this one read them: {', '.join(stale)}"
-                )
-            manifest = apply_writes(snapshot.manifest, writes)
-            retired, expired = self._retire(snapshot, manifest)
-            if self._put_manifest(client, snapshot.etag, manifest, retired):
-                removed = self._delete(client, expired) + self._orphans_collected()
-                return ObjectPublished(manifest, True, removed, attempt)
-            time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+        tries = 0
+        try:
+            for attempt in retrying(self.commit_retry):
+                with attempt:
+                    tries = attempt.num
+                    return self._commit_once(client, writes, tries)
+        except _StaleManifestError:
+            pass
         named = ", ".join(f"{w.table}/{w.market}" for w in writes)
         raise CommitConflictError(
-            f"{named}: the manifest changed under every one of {self.max_attempts} attempts; "
+            f"{named}: the manifest changed under every one of {tries} attempts; "
             "the objects were written but not committed"
         )
+
+    @property
+    def commit_retry(self) -> RetryPolicy:
+        """Short waits with jitter wide enough that committers who collided do not collide again."""
+        return RetryPolicy(
+            attempts=self.max_attempts, wait_initial=0.01, wait_max=0.5, wait_jitter=0.05
+        )
+
+    def _commit_once(
+        self, client: Any, writes: Sequence[TableWrite], attempt: int
+    ) -> ObjectPublished:
+        snapshot = self.snapshot(client)
+        stale = conflicts(snapshot.manifest, writes)
+        if stale:
+            raise CommitConflictError(
+                f"changed by another run since this one read them: {', '.join(stale)}"
+            )
+        manifest = apply_writes(snapshot.manifest, writes)
+        retired, expired = self._retire(snapshot, manifest)
+        if not self._put_manifest(client, snapshot.etag, manifest, retired):
+            raise _StaleManifestError("another commit replaced the manifest first")
+        removed = self._delete(client, expired) + self._orphans_collected()
+        return ObjectPublished(manifest, True, removed, attempt)
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), in catalog schema."""
@@ -290,3 +308,7 @@ class ObjectWarehouse:
         for relative in relatives:
             client.delete_object(Bucket=self.location.bucket, Key=self.location.key(relative))
         return tuple(relatives)
+
+
+class _StaleManifestError(RetryableError):
+    """The manifest's ETag changed between this commit's read and its PUT: read it again."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ import duckdb
 
 from pipelines.catalog import TABLES, Manifest, Table
 from pipelines.catalog.sql import quote_identifier, quote_literal, view_over, view_sql
+from pipelines.retries import RetryableError, RetryPolicy, call
 
 if TYPE_CHECKING:
     from pipelines.catalog.storage import S3Location
@@ -104,21 +106,37 @@ def connect(duckdb_path: Path, *, timeout: float = 10.0) -> Iterator[duckdb.Duck
 
 @contextmanager
 def _connect(path: Path, *, read_only: bool, timeout: float) -> Iterator[duckdb.DuckDBPyConnection]:
-    # DuckDB allows one read-write process or many read-only ones; a conflict is an IOException.
-    deadline = time.monotonic() + timeout
-    delay = 0.02
-    while True:
-        try:
-            con = duckdb.connect(str(path), read_only=read_only)
-            break
-        except duckdb.IOException as error:
-            if "lock" not in str(error).lower():
-                raise
-            if time.monotonic() >= deadline:
-                raise ViewsLockedError(f"{path} is locked by another process: {error}") from error
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+    try:
+        con = call(_lock_wait(timeout), partial(_open, path, read_only))
+    except _LockedError as error:
+        raise ViewsLockedError(f"{path} is locked by another process: {error}") from error
     try:
         yield con
     finally:
         con.close()
+
+
+def _lock_wait(timeout: float) -> RetryPolicy:
+    """Waits from 20 ms doubling to 0.5 s until `timeout`; attempts enough that the timeout is
+    what ends them."""
+    return RetryPolicy(
+        attempts=6 + math.ceil(timeout / 0.5),
+        wait_initial=0.02,
+        wait_max=0.5,
+        wait_jitter=0.02,
+        timeout=timeout,
+    )
+
+
+def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    # DuckDB allows one read-write process or many read-only ones; a conflict is an IOException.
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as error:
+        if "lock" not in str(error).lower():
+            raise
+        raise _LockedError(str(error)) from error
+
+
+class _LockedError(RetryableError):
+    """Another process holds the database file in a mode that excludes this one."""

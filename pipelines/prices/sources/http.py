@@ -1,9 +1,9 @@
-"""HTTP plumbing shared by the web connectors: timeouts, bounded retries with backoff, clear errors."""
+"""HTTP plumbing shared by the web connectors: timeouts, the project's retry policy, clear errors."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -15,54 +15,75 @@ from pipelines.prices.sources.base import (
     RawInstruments,
     SourceError,
 )
-
-RETRYABLE = frozenset({429, 500, 502, 503, 504})
+from pipelines.retries import (
+    RETRYABLE_STATUSES,
+    RetryableError,
+    RetryPolicy,
+    retry_after_seconds,
+    retrying,
+)
 
 
 @dataclass(frozen=True)
 class HttpPolicy:
-    """How hard to try: per-request timeout, retries after the first attempt, exponential backoff."""
+    """How hard to try: per-request timeout, retries after the first attempt, and their waits
+    (the sources file's `[http]` keys)."""
 
     timeout_seconds: float = 30.0
     max_retries: int = 4
     backoff_seconds: float = 1.0
     max_backoff_seconds: float = 60.0
+    jitter_seconds: float = 1.0
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The keys as the project's one retry policy (`pipelines/retries.py`)."""
+        return RetryPolicy(
+            attempts=self.max_retries + 1,
+            wait_initial=self.backoff_seconds,
+            wait_max=self.max_backoff_seconds,
+            wait_jitter=self.jitter_seconds,
+        )
 
 
 @dataclass
 class HttpFetcher:
-    """GET with retries on 429/5xx and transport errors; any other failure raises `SourceError`."""
+    """GET with retries on the retryable statuses and transport errors; any other failure, or the
+    last one, raises `SourceError`."""
 
     policy: HttpPolicy = field(default_factory=HttpPolicy)
-    sleep: Callable[[float], None] = time.sleep
     user_agent: str = "market-intelligence/0.1 (+connectors)"
 
     def get(
         self, url: str, params: Mapping[str, str | int], ok: Collection[int] = (200,)
     ) -> httpx.Response:
         headers = {"User-Agent": self.user_agent}
+        tries = 0
         with httpx.Client(timeout=self.policy.timeout_seconds, headers=headers) as client:
-            for attempt in range(self.policy.max_retries + 1):
-                last_try = attempt == self.policy.max_retries
-                try:
-                    response = client.get(url, params=dict(params))
-                except httpx.TransportError as error:
-                    if last_try:
-                        raise SourceError(f"GET {url} failed: {error!r}") from error
-                    self.sleep(self._delay(attempt, None))
-                    continue
-                if response.status_code in ok:
-                    return response
-                if response.status_code not in RETRYABLE or last_try:
-                    raise SourceError(_describe(response, attempt + 1))
-                self.sleep(self._delay(attempt, response.headers.get("Retry-After")))
-        raise AssertionError("unreachable: the loop returns or raises")
+            try:
+                for attempt in retrying(self.policy.retry, (_BusyError, httpx.TransportError)):
+                    with attempt:
+                        tries = attempt.num
+                        response = client.get(url, params=dict(params))
+                        if response.status_code in ok:
+                            return response
+                        if response.status_code not in RETRYABLE_STATUSES:
+                            raise SourceError(_describe(response, tries))
+                        raise _BusyError(response)
+            except httpx.TransportError as error:
+                raise SourceError(f"GET {url} failed: {error!r}") from error
+            except _BusyError as busy:
+                raise SourceError(_describe(busy.response, tries)) from busy
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        """Honour the server's Retry-After (seconds) when given, else back off exponentially."""
-        if retry_after is not None and retry_after.strip().isdigit():
-            return min(float(retry_after), self.policy.max_backoff_seconds)
-        return min(self.policy.backoff_seconds * 2**attempt, self.policy.max_backoff_seconds)
+
+class _BusyError(RetryableError):
+    """A retryable status: another attempt may help, after the server's Retry-After if given."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        wait = retry_after_seconds(response.headers.get("Retry-After"), time.time())
+        super().__init__(f"HTTP {response.status_code}", wait)
+        self.response = response
 
 
 def _describe(response: httpx.Response, attempts: int) -> str:

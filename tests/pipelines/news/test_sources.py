@@ -81,11 +81,7 @@ def server() -> Iterator[FeedServer]:
     feed_server.thread.join()
 
 
-def no_sleep(_: float) -> None:
-    pass
-
-
-FAST = HttpFeedFetcher(timeout_seconds=2.0, attempts=3, sleep=no_sleep)
+FAST = HttpFeedFetcher(timeout_seconds=2.0, attempts=3)
 COINWIRE = (FEEDS / "crypto" / "coinwire.xml").read_bytes()
 
 
@@ -197,16 +193,16 @@ def test_url_feed_not_found_is_not_retried(server: FeedServer) -> None:
 
 def test_url_feed_retries_wait_with_exponential_backoff(server: FeedServer) -> None:
     server.routes["/down.xml"] = Route([(500, b"")])
-    pauses: list[float] = []
-    HttpFeedFetcher(attempts=4, backoff_seconds=0.5, sleep=pauses.append).fetch(
-        server.url("/down.xml")
-    )
-    assert pauses == [0.5, 1.0, 2.0]
+    fetcher = HttpFeedFetcher(attempts=4, backoff_seconds=0.5)
+    fetcher.fetch(server.url("/down.xml"))
+    assert server.routes["/down.xml"].hits == 4
+    # The waits (before jitter) of the project's retry policy (tests/pipelines/test_retries.py).
+    assert [fetcher.retry.backoff(retry, 0.0) for retry in (1, 2, 3)] == [0.5, 1.0, 2.0]
 
 
 def test_url_feed_that_answers_too_slowly_times_out(server: FeedServer) -> None:
     server.routes["/slow.xml"] = Route([(200, COINWIRE)], delay_seconds=0.5)
-    fetcher = HttpFeedFetcher(timeout_seconds=0.1, attempts=2, sleep=no_sleep)
+    fetcher = HttpFeedFetcher(timeout_seconds=0.1, attempts=2)
     document = fetcher.fetch(server.url("/slow.xml"))
     assert document.content is None
     assert document.error is not None
@@ -216,14 +212,14 @@ def test_url_feed_that_answers_too_slowly_times_out(server: FeedServer) -> None:
 
 def test_url_feed_larger_than_the_limit_is_refused(server: FeedServer) -> None:
     server.routes["/big.xml"] = Route([(200, COINWIRE)])
-    document = HttpFeedFetcher(max_bytes=100, sleep=no_sleep).fetch(server.url("/big.xml"))
+    document = HttpFeedFetcher(max_bytes=100).fetch(server.url("/big.xml"))
     assert document.error == "response larger than 100 bytes (after 1 attempt(s))"
 
 
 def test_unreachable_host_becomes_a_document_with_the_connection_error() -> None:
     with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as closed:
         port = closed.server_address[1]  # bound then closed: nothing listens there any more
-    document = HttpFeedFetcher(timeout_seconds=1.0, attempts=2, sleep=no_sleep).fetch(
+    document = HttpFeedFetcher(timeout_seconds=1.0, attempts=2).fetch(
         f"http://127.0.0.1:{port}/feed.xml"
     )
     assert document.error is not None
