@@ -1,4 +1,4 @@
-"""`mi webhooks`: list subscriptions, send a test event, derive, deliver, list and replay dead letters."""
+"""`mi webhooks`: list subscriptions, make a secret, send a test event, derive, deliver, dead letters."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pipelines.webhooks.delivery import Worker
 from pipelines.webhooks.events import make_test_event
 from pipelines.webhooks.outbox import Claimed, Outbox
 from pipelines.webhooks.service import WebhookSettings, derive_events, webhook_settings
+from pipelines.webhooks.signing import new_secret
 
 
 def _settings() -> WebhookSettings:
@@ -59,6 +60,12 @@ def list_subscriptions() -> None:
                 f"{sub.id}\t{sub.customer}\t{sub.url}\t{','.join(sub.events)}\t{state}"
                 f"\tqueued={len(queued)}\tdead={len(dead)}"
             )
+
+
+@webhooks.command("new-secret")
+def print_new_secret() -> None:
+    """Print a fresh Standard Webhooks secret (whsec_...) for a subscription's `secret`."""
+    click.echo(new_secret())
 
 
 @webhooks.command("test")

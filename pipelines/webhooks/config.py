@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
+
+from pipelines.retries import RetryPolicy
+from pipelines.webhooks.signing import SecretError, secret_key
 
 EVENT_TYPES: tuple[str, ...] = (
     "news.published",
@@ -29,7 +33,16 @@ class WebhookConfigError(ValueError):
 
 
 class UrlRefusedError(WebhookConfigError):
-    """A receiver URL that deliveries may not go to (not HTTPS, and not an allowed loopback)."""
+    """A receiver URL that deliveries may not go to: not HTTPS (and not an allowed loopback), or
+    a host that resolves to an address inside a network (SSRF) and is not in `allowed_hosts`."""
+
+
+class UnresolvedHostError(WebhookConfigError):
+    """The receiver's host does not resolve now: no verdict on its addresses yet."""
+
+
+Resolver = Callable[[str, int], list[str]]
+"""(host, port) -> every address the host resolves to now; OSError when it does not resolve."""
 
 
 @dataclass(frozen=True)
@@ -65,14 +78,29 @@ class DeliveryPolicy:
     max_attempts: int = 8
     backoff_base_seconds: float = 2.0
     backoff_max_seconds: float = 3600.0
+    backoff_jitter_seconds: float = 2.0
     retry_after_max_seconds: float = 3600.0
     """Longest Retry-After honoured; a longer one is cut to this."""
     lease_seconds: float = 120.0
     """How long a claimed delivery stays with one worker before another may take it over."""
     allow_http_loopback: bool = False
     """Test/dev switch: plain http:// allowed to loopback hosts only."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts deliveries may go to although they resolve to a loopback, private, link-local or
+    cloud-metadata address: a receiver in the operator's own network, or the tests' receiver."""
     ca_file: str | None = None
     """Extra CA bundle to trust for receivers (tests, private CAs); None: the system store."""
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry schedule as the project's one retry policy (`pipelines/retries.py`)."""
+        return RetryPolicy(
+            attempts=self.max_attempts,
+            wait_initial=self.backoff_base_seconds,
+            wait_max=self.backoff_max_seconds,
+            wait_jitter=self.backoff_jitter_seconds,
+            retry_after_max=self.retry_after_max_seconds,
+        )
 
 
 @dataclass(frozen=True)
@@ -110,9 +138,30 @@ class WebhooksConfig:
         raise WebhookConfigError(f"no subscription {subscription_id!r} (configured: {known})")
 
 
-def check_url(url: str, allow_http_loopback: bool) -> None:
-    """Raise UrlRefusedError unless `url` is https://, or http:// to loopback with the dev switch on."""
+def check_url(url: str, policy: DeliveryPolicy, resolve: Resolver | None = None) -> None:
+    """Raise UrlRefusedError unless deliveries may go to `url`: https:// (or http:// to loopback
+    with the dev switch on), to a host whose every address is public unless the host is in
+    `policy.allowed_hosts`. UnresolvedHostError when the host does not resolve now."""
     parts = urlsplit(url)
+    _check_scheme(url, parts, policy.allow_http_loopback)
+    host = (parts.hostname or "").lower()
+    if host in policy.allowed_hosts:
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = (resolve or resolve_addresses)(host, port)
+    except OSError as error:
+        raise UnresolvedHostError(f"{url}: {host} does not resolve ({error})") from None
+    inside = [a for a in addresses if not is_public(a)]
+    if inside:
+        raise UrlRefusedError(
+            f"{url}: {host} resolves to {', '.join(inside)}, an address inside a network "
+            "(loopback, private, link-local or cloud metadata); list the host in "
+            "[delivery] allowed_hosts if that receiver is meant"
+        )
+
+
+def _check_scheme(url: str, parts: SplitResult, allow_http_loopback: bool) -> None:
     if parts.scheme == "https" and parts.hostname:
         return
     if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
@@ -125,6 +174,22 @@ def check_url(url: str, allow_http_loopback: bool) -> None:
     raise UrlRefusedError(f"{url}: webhooks are HTTPS only; use an https:// URL")
 
 
+def resolve_addresses(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to now (an address literal resolves to itself)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def is_public(address: str) -> bool:
+    """Whether `address` is a global unicast address: not loopback, private, link-local, shared
+    (100.64/10), reserved, multicast, nor therefore a cloud metadata service (169.254.169.254,
+    fd00:ec2::254, 100.100.100.200). An IPv4-mapped IPv6 address is judged as its IPv4 one."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # an IPv6 zone (fe80::1%eth0) aside
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -134,18 +199,29 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> WebhooksConfig:
+def load_config(
+    path: Path | None, env: Mapping[str, str] | None = None, resolve: Resolver | None = None
+) -> WebhooksConfig:
     """Parse the webhooks TOML (None or a missing file: no subscriptions)."""
     if path is None or not path.exists():
         return WebhooksConfig()
     with path.open("rb") as handle:
         raw = tomllib.load(handle)
-    return parse_config(raw, os.environ if env is None else env)
+    return parse_config(raw, os.environ if env is None else env, resolve)
 
 
-def parse_config(raw: Mapping[str, object], env: Mapping[str, str]) -> WebhooksConfig:
-    delivery = _build(DeliveryPolicy, _table(raw, "delivery"), "[delivery]")
-    subs = tuple(_subscription(entry, delivery, env) for entry in _array(raw, "subscriptions"))
+def parse_config(
+    raw: Mapping[str, object], env: Mapping[str, str], resolve: Resolver | None = None
+) -> WebhooksConfig:
+    """The config in `raw`; every receiver URL checked as `check_url` does (a host that does not
+    resolve now is accepted: each delivery checks it again)."""
+    table = _table(raw, "delivery")
+    if "allowed_hosts" in table:
+        table = {**table, "allowed_hosts": tuple(str(h).lower() for h in table["allowed_hosts"])}
+    delivery = _build(DeliveryPolicy, table, "[delivery]")
+    subs = tuple(
+        _subscription(entry, delivery, env, resolve) for entry in _array(raw, "subscriptions")
+    )
     ids = [s.id for s in subs]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
@@ -181,7 +257,10 @@ def _array(raw: Mapping[str, object], name: str) -> list[dict[str, object]]:
 
 
 def _subscription(
-    entry: dict[str, object], delivery: DeliveryPolicy, env: Mapping[str, str]
+    entry: dict[str, object],
+    delivery: DeliveryPolicy,
+    env: Mapping[str, str],
+    resolve: Resolver | None,
 ) -> Subscription:
     entry = dict(entry)
     sub_id = str(entry.get("id", ""))
@@ -193,7 +272,13 @@ def _subscription(
     if not entry.get("secret"):
         raise WebhookConfigError(f"subscription {sub_id!r}: a secret (or secret_env) is required")
     try:
-        check_url(str(entry.get("url", "")), delivery.allow_http_loopback)
+        secret_key(str(entry["secret"]))
+    except SecretError as error:
+        raise WebhookConfigError(f"subscription {sub_id!r}: {error}") from None
+    try:
+        check_url(str(entry.get("url", "")), delivery, resolve)
+    except UnresolvedHostError:
+        pass  # judged at each delivery, when it resolves
     except UrlRefusedError as error:
         raise UrlRefusedError(f"subscription {sub_id!r}: {error}") from None
     for name in ("events", "markets", "symbols", "keywords", "strategies"):

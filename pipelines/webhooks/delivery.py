@@ -1,4 +1,4 @@
-"""The delivery worker: signed POSTs, retries with exponential backoff and jitter, dead letters."""
+"""The delivery worker: signed POSTs, retries on the project's retry policy, dead letters."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 import httpx
 
+from pipelines.retries import RETRYABLE_STATUSES, retry_after_seconds
 from pipelines.webhooks.config import (
     DeliveryPolicy,
+    Resolver,
     Subscription,
-    UrlRefusedError,
+    UnresolvedHostError,
     WebhookConfigError,
     WebhooksConfig,
     check_url,
@@ -43,32 +43,6 @@ class SystemClock:
         time.sleep(max(0.0, seconds))
 
 
-def backoff_delay(attempt: int, base: float, cap: float, rand: float) -> float:
-    """Seconds before retry number `attempt` (1-based): equal jitter over min(cap, base x 2^(attempt-1)).
-
-    `rand` in [0, 1) draws the jitter: the delay lies in [half, full] of the exponential step, so
-    retries of many events spread out but never come sooner than half the schedule.
-    """
-    step = min(cap, base * 2 ** (attempt - 1))
-    return step / 2 + step / 2 * rand
-
-
-def retry_after_seconds(value: str | None, now: float) -> float | None:
-    """Retry-After as seconds from `now`: delta-seconds or an HTTP date; None when absent or bad."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now)
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What one attempt came to."""
@@ -90,9 +64,9 @@ class Worker:
     clock: Clock = field(default_factory=SystemClock)
     rng: random.Random = field(default_factory=random.Random)
     client_factory: Callable[[], httpx.Client] | None = None
+    resolve: Resolver | None = None
+    """How receiver hosts resolve (None: the system's resolver)."""
     _client: httpx.Client | None = field(default=None, init=False)
-    _last_sent: dict[str, float] = field(default_factory=dict, init=False)
-    """When each subscription was last sent to by this worker (its rate limit)."""
 
     @property
     def policy(self) -> DeliveryPolicy:
@@ -141,24 +115,26 @@ class Worker:
             self.clock.sleep(max(wait, 0.01))
 
     def attempt(self, claimed: Claimed) -> Outcome:
-        """One attempt of one claimed delivery, recorded in the outbox."""
+        """One attempt of one claimed delivery, recorded in the outbox.
+
+        The URL is checked again (the host's addresses may have changed since the file was
+        loaded: DNS rebinding), and the subscription's rate limit taken from the outbox."""
         now = self.clock.now()
         try:
             sub = self.config.subscription(claimed.subscription_id)
-            check_url(sub.url, self.policy.allow_http_loopback)
-        except (UrlRefusedError, WebhookConfigError) as error:
+            check_url(sub.url, self.policy, self.resolve)
+        except UnresolvedHostError as error:
+            return self._retry(claimed, None, f"connection error: {error}")
+        except WebhookConfigError as error:
             return self._dead(claimed, None, f"refused: {error}")
-        slot = self._last_sent.get(sub.id, float("-inf")) + 1.0 / sub.rate_limit_per_second
-        if slot > now:
+        slot = self.outbox.take_slot(sub.id, now, 1.0 / sub.rate_limit_per_second)
+        if slot is not None:
             self.outbox.retry_later(claimed, slot, None, "rate limited", count=False)
             return Outcome(sub.id, claimed.event_id, "deferred", error="rate limited")
-        self._last_sent[sub.id] = now
         return self._send(claimed, sub, now)
 
     def _send(self, claimed: Claimed, sub: Subscription, now: float) -> Outcome:
-        headers = signed_headers(
-            sub.secret, claimed.event_id, claimed.event_type, int(now), claimed.body
-        )
+        headers = signed_headers(sub.secret, claimed.event_id, int(now), claimed.body)
         try:
             response = self.client().post(
                 sub.url, content=claimed.body, headers=headers, timeout=sub.timeout_seconds
@@ -172,26 +148,22 @@ class Worker:
             self.outbox.delivered(claimed, status, self.clock.now())
             return Outcome(sub.id, claimed.event_id, "delivered", status)
         failure = f"HTTP {status}: {response.text[:200]}"
-        if status == 429 or status >= 500:
+        if status in RETRYABLE_STATUSES:
             wait = retry_after_seconds(response.headers.get("Retry-After"), self.clock.now())
             return self._retry(claimed, status, failure, wait)
-        return self._dead(claimed, status, f"{failure} (not retried: a 4xx other than 429)")
+        return self._dead(claimed, status, f"{failure} (not retried: an answer, not a failure)")
 
     def _retry(
         self, claimed: Claimed, status: int | None, error: str, retry_after: float | None = None
     ) -> Outcome:
         attempt = claimed.attempts + 1
-        if attempt >= self.policy.max_attempts:
+        policy = self.policy.retry
+        if attempt >= policy.attempts:
             return self._dead(claimed, status, f"{error} (gave up after {attempt} attempts)")
         if retry_after is not None:
-            delay = min(retry_after, self.policy.retry_after_max_seconds)
+            delay = policy.server_wait(retry_after)
         else:
-            delay = backoff_delay(
-                attempt,
-                self.policy.backoff_base_seconds,
-                self.policy.backoff_max_seconds,
-                self.rng.random(),
-            )
+            delay = policy.backoff(attempt, self.rng.random())
         self.outbox.retry_later(claimed, self.clock.now() + delay, status, error)
         return Outcome(claimed.subscription_id, claimed.event_id, "retry", status, error)
 

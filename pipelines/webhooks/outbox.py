@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS state (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rate_limits (
+    subscription_id TEXT PRIMARY KEY,
+    last_sent REAL NOT NULL
+);
 """
 
 
@@ -191,6 +195,19 @@ class Outbox:
                 (now + lease_seconds, row[0], row[2]),
             )
         return Claimed(row[0], row[1], row[2], row[3], row[4])
+
+    def take_slot(self, subscription_id: str, now: float, interval: float) -> float | None:
+        """Take the subscription's send slot at `now` (None) unless its last send is less than
+        `interval` ago: then the instant the next slot opens. One transaction, so the rate limit
+        holds across every worker process on this outbox, not per process."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT last_sent FROM rate_limits WHERE subscription_id = ?", (subscription_id,)
+            ).fetchone()
+            if row is not None and row[0] + interval > now:
+                return float(row[0]) + interval
+            db.execute("INSERT OR REPLACE INTO rate_limits VALUES (?, ?)", (subscription_id, now))
+        return None
 
     def delivered(self, claimed: Claimed, status: int, now: float) -> None:
         self._update(

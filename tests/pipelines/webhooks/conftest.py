@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import standardwebhooks
 import trustme
 
 from pipelines.webhooks import signing
@@ -21,14 +24,19 @@ from pipelines.webhooks.config import (
 from pipelines.webhooks.delivery import Worker
 from pipelines.webhooks.outbox import Outbox
 
-SECRET = "whsec_test_secret"
+SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
+"""The secret the receiver verifies with (Standard Webhooks: `whsec_` + base64 of 32 bytes)."""
+OTHER_SECRET = "whsec_" + base64.b64encode(bytes(range(32, 64))).decode()
 START = 1_800_000_000.0
+LOCAL_HOSTS = ("127.0.0.1",)
+"""The `allowed_hosts` that let deliveries reach the receiver on loopback (refused otherwise)."""
 
 
 class FakeClock:
-    """Time that moves only when the worker sleeps (or a test advances it)."""
+    """Time that moves only when the worker sleeps (or a test advances it); it starts at the wall
+    clock's now, because the receiver's library refuses signatures more than 5 minutes old."""
 
-    def __init__(self, start: float = START) -> None:
+    def __init__(self, start: float) -> None:
         self.t = start
         self.sleeps: list[float] = []
 
@@ -49,6 +57,8 @@ class Received:
     body: bytes
     headers: dict[str, str]
     signature_ok: bool
+    at: float = field(default_factory=time.monotonic)
+    """When the request arrived (the receiver's clock)."""
 
 
 @dataclass
@@ -56,11 +66,11 @@ class Receiver:
     """A customer's HTTPS endpoint: answers from `script` in order (then 200) and records requests.
 
     A script entry is a status code, a (status, headers) pair, or "hang" (never answer until the
-    test ends). Signatures are checked with `signing.verify`, as a customer's receiver would.
+    test ends). Signatures are checked with the `standardwebhooks` package, as a customer's
+    receiver would; a request that fails the check is answered 401.
     """
 
     url: str
-    now: Callable[[], float]
     script: list[object] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
@@ -78,11 +88,11 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            headers = dict(self.headers.items())
+            headers = {name.lower(): value for name, value in self.headers.items()}
             try:
-                signing.verify(SECRET, headers, body, now=receiver.now())
+                standardwebhooks.Webhook(SECRET).verify(body, headers)
                 ok = True
-            except signing.SignatureError:
+            except standardwebhooks.WebhookVerificationError:
                 ok = False
             action = receiver.next_action()
             if action == "hang":
@@ -92,7 +102,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             if status < 300 and ok:
                 with receiver.lock:
                     receiver.received.append(
-                        Received(headers.get(signing.EVENT_ID_HEADER, ""), body, headers, ok)
+                        Received(headers.get(signing.ID_HEADER, ""), body, headers, ok)
                     )
             self.send_response(status if ok else 401)
             for name, value in extra.items():
@@ -121,18 +131,18 @@ def ca_file(ca: trustme.CA, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(start=time.time())
 
 
 @pytest.fixture
-def receiver(ca: trustme.CA, clock: FakeClock) -> Iterator[Receiver]:
+def receiver(ca: trustme.CA) -> Iterator[Receiver]:
     """A live HTTPS server on 127.0.0.1 with a certificate from the test CA."""
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1", "localhost").configure_cert(server_context)
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     server.socket = server_context.wrap_socket(server.socket, server_side=True)
     port = server.server_address[1]
-    recv = Receiver(url=f"https://127.0.0.1:{port}/hooks", now=clock.now)
+    recv = Receiver(url=f"https://127.0.0.1:{port}/hooks")
     server.RequestHandlerClass = _handler(recv)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
@@ -163,6 +173,7 @@ def make_config(ca_file: Path, *subs: Subscription, **policy: object) -> Webhook
         "backoff_base_seconds": 2.0,
         "backoff_max_seconds": 60.0,
         "ca_file": str(ca_file),
+        "allowed_hosts": LOCAL_HOSTS,
     }
     values.update(policy)
     return WebhooksConfig(subscriptions=subs, delivery=DeliveryPolicy(**values))  # type: ignore[arg-type]

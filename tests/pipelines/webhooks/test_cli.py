@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,9 @@ from tests.pipelines.webhooks.conftest import SECRET, Receiver
 
 @pytest.fixture
 def env(tmp_path: Path, ca_file: Path, receiver: Receiver) -> dict[str, str]:
-    receiver.now = time.time  # the CLI signs with the wall clock
     config = tmp_path / "webhooks.toml"
     config.write_text(
-        f'[delivery]\nca_file = "{ca_file}"\nmax_attempts = 1\n\n'
+        f'[delivery]\nca_file = "{ca_file}"\nallowed_hosts = ["127.0.0.1"]\nmax_attempts = 1\n\n'
         f'[[subscriptions]]\nid = "acme"\ncustomer = "Acme"\nurl = "{receiver.url}"\n'
         f'secret = "{SECRET}"\nevents = ["*"]\n',
         encoding="utf-8",
@@ -73,7 +71,7 @@ def test_an_unknown_subscription_and_a_refused_url_are_clear_errors(
     assert "no subscription 'nobody'" in output
     Path(env["MI_WEBHOOKS"]).write_text(
         '[[subscriptions]]\nid = "plain"\nurl = "http://hooks.example.com/x"\n'
-        'secret = "s"\nevents = ["*"]\n',
+        f'secret = "{SECRET}"\nevents = ["*"]\n',
         encoding="utf-8",
     )
     code, output = run(env, "list")

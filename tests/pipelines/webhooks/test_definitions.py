@@ -20,7 +20,7 @@ from tests.pipelines.webhooks.test_derive import briefs
 def settings(tmp_path: Path, ca_file: Path, receiver: Receiver) -> WebhookSettings:
     config = tmp_path / "webhooks.toml"
     config.write_text(
-        f'[delivery]\nca_file = "{ca_file}"\n\n'
+        f'[delivery]\nca_file = "{ca_file}"\nallowed_hosts = ["127.0.0.1"]\n\n'
         f'[[subscriptions]]\nid = "acme"\nurl = "{receiver.url}"\nsecret = "{SECRET}"\n'
         'events = ["news.*"]\nsymbols = ["BTC"]\n',
         encoding="utf-8",
@@ -31,7 +31,6 @@ def settings(tmp_path: Path, ca_file: Path, receiver: Receiver) -> WebhookSettin
 def test_after_each_write_the_sensor_derives_and_the_job_delivers(
     tmp_path: Path, settings: WebhookSettings, receiver: Receiver
 ) -> None:
-    receiver.now = __import__("time").time  # real time: the job signs with the wall clock
     defs = build_defs(load_settings({"MI_DATA_DIR": str(tmp_path)}), settings)
     sensor = defs.resolve_sensor_def("webhook_events")
     warehouse = Warehouse(root=settings.warehouse_dir)
