@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from typing import Annotated
 
-import httpx
 import msgspec
 
+from pipelines.newsroom.chat import ChatClient, ChatError
 from pipelines.newsroom.config import LlmSettings
 from pipelines.newsroom.enrichment import (
     MAX_SCORE,
@@ -42,20 +41,6 @@ class LlmAnswer(msgspec.Struct, forbid_unknown_fields=True):
     speculation_score: Score | None
 
 
-class _Message(msgspec.Struct):
-    content: str | None = None
-
-
-class _Choice(msgspec.Struct):
-    message: _Message
-
-
-class ChatCompletion(msgspec.Struct):
-    """The part of an OpenAI chat-completions response the enricher reads."""
-
-    choices: Annotated[list[_Choice], msgspec.Meta(min_length=1)]
-
-
 SYSTEM_PROMPT = f"""You rate one financial news article for traders. Answer with ONE JSON object and
 nothing else, with exactly these keys:
 "sentiment": number from -5 (most bearish) to 5 (most bullish) for the instruments named, 0 neutral;
@@ -66,8 +51,6 @@ nothing else, with exactly these keys:
 "speculation_score": integer 0..{MAX_SCORE}, how much is rumour, hedging or prediction rather than fact.
 Use null for a value you cannot judge."""
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
-_RESPONSE = msgspec.json.Decoder(ChatCompletion)
 _ANSWER = msgspec.json.Decoder(LlmAnswer)
 
 
@@ -80,26 +63,20 @@ class LlmEnricher:
 
     name = "llm"
 
-    def __init__(
-        self,
-        settings: LlmSettings,
-        fallback: LexiconEnricher,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
+    def __init__(self, settings: LlmSettings, fallback: LexiconEnricher) -> None:
         self.settings = settings
         self.fallback = fallback
-        self._transport = transport
 
     def enrich(self, articles: Sequence[Article]) -> list[Enrichment]:
         out: list[Enrichment] = []
         failures = 0
-        with self._client() as client:
+        with ChatClient(self.settings) as chat:
             for article in articles:
                 if failures >= self.settings.max_consecutive_failures:
                     out.append(self.fallback.enrich_one(article))
                     continue
                 try:
-                    out.append(self.ask(client, article))
+                    out.append(self.ask(chat, article))
                     failures = 0
                 except LlmError as exc:
                     failures += 1
@@ -107,41 +84,22 @@ class LlmEnricher:
                     out.append(self.fallback.enrich_one(article))
         return out
 
-    def ask(self, client: httpx.Client, article: Article) -> Enrichment:
-        try:
-            response = client.post("/chat/completions", json=self.request(article))
-            response.raise_for_status()
-            content = _RESPONSE.decode(response.content).choices[0].message.content
-            answer = _ANSWER.decode(_FENCE.sub("", content or ""))
-        except (httpx.HTTPError, msgspec.MsgspecError) as exc:
-            raise LlmError(f"{type(exc).__name__}: {exc}") from exc
-        return to_enrichment(answer)
-
-    def request(self, article: Article) -> dict[str, object]:
+    def ask(self, chat: ChatClient, article: Article) -> Enrichment:
         user = {
             "market": article.market,
             "title": article.title,
             "body": article.body[:BODY_CHARS],
             "instruments_named": list(article.symbols),
         }
-        return {
-            "model": self.settings.model,
-            "temperature": 0,
-            "response_format": {"type": "json_object"},
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": json.dumps(user, ensure_ascii=False)},
-            ],
-        }
-
-    def _client(self) -> httpx.Client:
-        key = self.settings.api_key
-        return httpx.Client(
-            base_url=self.settings.base_url,
-            timeout=self.settings.timeout_seconds,
-            headers={"Authorization": f"Bearer {key}"} if key else {},
-            transport=self._transport,
-        )
+        try:
+            text = chat.complete(SYSTEM_PROMPT, json.dumps(user, ensure_ascii=False), True)
+        except ChatError as exc:
+            raise LlmError(str(exc)) from exc
+        try:
+            answer = _ANSWER.decode(text)
+        except msgspec.MsgspecError as exc:
+            raise LlmError(f"{type(exc).__name__}: {exc}") from exc
+        return to_enrichment(answer)
 
 
 def to_enrichment(answer: LlmAnswer) -> Enrichment:

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-import httpx
-import msgspec
-
+from pipelines.newsroom.chat import ChatClient, ChatError
 from pipelines.newsroom.config import LlmSettings
-from pipelines.newsroom.llm import ChatCompletion
 from pipelines.newsroom.writing import numbers as fmt
 from pipelines.newsroom.writing.facts import WINDOWS, Facts, MarketFacts, Mover
 from pipelines.newsroom.writing.writer import TemplateWriter, Writer, Written
@@ -31,8 +27,6 @@ Rules:
   a negative one; "overbought" only when RSI >= 70, "oversold" only when RSI <= 30.
 - Headlines may be quoted exactly as given. Say nothing the facts do not support."""
 
-_FENCE = re.compile(r"^\s*```\w*\s*|\s*```\s*$")
-_RESPONSE = msgspec.json.Decoder(ChatCompletion)
 T = TypeVar("T", Facts, MarketFacts)
 
 
@@ -105,15 +99,9 @@ class LlmWriter(Writer):
 
     name = "llm"
 
-    def __init__(
-        self,
-        settings: LlmSettings,
-        fallback: TemplateWriter,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
+    def __init__(self, settings: LlmSettings, fallback: TemplateWriter) -> None:
         self.settings = settings
         self.fallback = fallback
-        self._transport = transport
 
     def analyses(self, facts: Sequence[Facts]) -> list[Written]:
         return self._write(facts, shown, fmt.unsupported, self.fallback.analyses)
@@ -130,11 +118,11 @@ class LlmWriter(Writer):
     ) -> list[Written]:
         out: list[Written] = []
         failures = 0
-        with self._client() as client:
+        with ChatClient(self.settings) as chat:
             for item in items:
                 if failures < self.settings.max_consecutive_failures:
                     try:
-                        text = self.ask(client, show(item))
+                        text = self.ask(chat, show(item))
                         bad = unsupported(text, item)
                         if bad:
                             raise LlmWriteError(f"numbers not in the facts: {bad}")
@@ -147,33 +135,12 @@ class LlmWriter(Writer):
                 out.extend(fallback([item]))
         return out
 
-    def ask(self, client: httpx.Client, facts: dict[str, object]) -> str:
+    def ask(self, chat: ChatClient, facts: dict[str, object]) -> str:
+        user = json.dumps({"facts": facts}, ensure_ascii=False)
         try:
-            response = client.post("/chat/completions", json=self.request(facts))
-            response.raise_for_status()
-            content = _RESPONSE.decode(response.content).choices[0].message.content
-        except (httpx.HTTPError, msgspec.MsgspecError) as exc:
-            raise LlmWriteError(f"{type(exc).__name__}: {exc}") from exc
-        text = _FENCE.sub("", content or "").strip()
+            text = chat.complete(SYSTEM_PROMPT, user).strip()
+        except ChatError as exc:
+            raise LlmWriteError(str(exc)) from exc
         if not text or len(text) > MAX_CHARS:
             raise LlmWriteError(f"text of {len(text)} characters")
         return text
-
-    def request(self, facts: dict[str, object]) -> dict[str, object]:
-        return {
-            "model": self.settings.model,
-            "temperature": 0,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": json.dumps({"facts": facts}, ensure_ascii=False)},
-            ],
-        }
-
-    def _client(self) -> httpx.Client:
-        key = self.settings.api_key
-        return httpx.Client(
-            base_url=self.settings.base_url,
-            timeout=self.settings.timeout_seconds,
-            headers={"Authorization": f"Bearer {key}"} if key else {},
-            transport=self._transport,
-        )
