@@ -10,7 +10,7 @@ from pipelines.catalog.state import INDICATOR_STATE
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Domain, ShardResult, ShardWork
 from pipelines.incremental.tables import order, rewrite_snapshot
-from pipelines.indicators import all_periods, checks, fibonacci, kernels, panel, recursive
+from pipelines.indicators import all_periods, checks, fibonacci, panel, recursive
 from pipelines.indicators.all_periods import Bars
 from pipelines.indicators.panel import PERIOD_MAX
 
@@ -18,7 +18,7 @@ CONTEXT_BARS = PERIOD_MAX + 5
 """Trailing bars the windowed members read (stochastic's slow %D reaches 5 bars back)."""
 
 
-VERSION = code_version(recursive, all_periods, kernels, panel, fibonacci)
+VERSION = code_version(recursive, all_periods, panel, fibonacci)
 """The code the snapshots are computed with: a change recomputes every symbol once.
 Hashed when the code is imported: the source that runs, even if its files are edited later."""
 

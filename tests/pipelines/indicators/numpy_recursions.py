@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipelines.indicators import kernels
 from pipelines.indicators.all_periods import Grid
-from pipelines.indicators.kernels import Panel
 from pipelines.indicators.panel import PERIOD_MIN, Panels
+from tests.pipelines.indicators import kernels
+from tests.pipelines.indicators.kernels import Panel
 
 SYMBOL_CHUNK = 128
 """Symbols per pass of the recursive loop: keeps the (chunk x periods) states in cache."""

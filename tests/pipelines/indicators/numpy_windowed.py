@@ -7,7 +7,6 @@ from numpy.typing import NDArray
 
 from pipelines.indicators.all_periods import Grid, fib_column
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
-from pipelines.indicators.kernels import Panel
 from pipelines.indicators.panel import (
     BBANDS_DEVIATIONS,
     PERIOD_MAX,
@@ -15,6 +14,7 @@ from pipelines.indicators.panel import (
     STOCH_SMOOTHING,
     Panels,
 )
+from tests.pipelines.indicators.kernels import Panel
 
 _STOCH_OFFSETS = 5
 """Bars back from the last one whose fast %K the slow %K and %D of the last bar need."""

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 import talib
 
-from pipelines.indicators import (
+from tests.pipelines.indicators.expressions import (
     adx,
     atr,
     bbands,

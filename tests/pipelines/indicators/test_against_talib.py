@@ -9,7 +9,7 @@ import talib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.indicators.panel import compute_panels, to_panels
+from pipelines.indicators.panel import to_panels
 from tests.pipelines.indicators.oracle import (
     CASES,
     PANEL_COLUMNS,
@@ -19,6 +19,7 @@ from tests.pipelines.indicators.oracle import (
     evaluate,
     random_walk,
 )
+from tests.pipelines.indicators.per_period import compute_panels
 
 PERIODS = (2, 14, 30, 200, 365)
 SEEDS = (0, 1, 2)

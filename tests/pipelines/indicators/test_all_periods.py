@@ -19,7 +19,6 @@ from pipelines.indicators.all_periods import (
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
 from pipelines.indicators.panel import to_panels
 from pipelines.indicators.recursive import ALL_PERIODS
-from pipelines.indicators.snapshot import latest_indicators_frame
 from tests.pipelines.indicators import numpy_windowed
 from tests.pipelines.indicators.oracle import (
     CASES,
@@ -28,6 +27,7 @@ from tests.pipelines.indicators.oracle import (
     bars_frame,
     random_walk,
 )
+from tests.pipelines.indicators.per_period import latest_indicators_frame
 
 CASE_COLUMNS = {
     "sma": "sma",

@@ -6,9 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.indicators import FIBONACCI_RATIOS, fibonacci_retracement, vwap
-from pipelines.indicators.panel import compute_panels, to_panels
+from pipelines.indicators.panel import to_panels
+from tests.pipelines.indicators.expressions import FIBONACCI_RATIOS, fibonacci_retracement, vwap
 from tests.pipelines.indicators.oracle import C, H, L, V, bars_frame, random_walk
+from tests.pipelines.indicators.per_period import compute_panels
 
 
 @pytest.mark.parametrize("period", [2, 14, 30, 200, 365])

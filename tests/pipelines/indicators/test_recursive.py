@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from pipelines.indicators import kernels, recursive
+from pipelines.indicators import recursive
 from pipelines.indicators.all_periods import latest_all_periods
 from pipelines.indicators.panel import Panels, to_panels
 from pipelines.indicators.recursive import (
@@ -32,6 +32,7 @@ from pipelines.indicators.recursive import (
     state_schema,
     to_frame,
 )
+from tests.pipelines.indicators import kernels
 from tests.pipelines.indicators.numpy_recursions import recursive as numpy_recursive
 from tests.pipelines.indicators.oracle import CASES, Arrays, assert_matches, bars_frame, random_walk
 

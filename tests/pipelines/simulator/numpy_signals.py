@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines.indicators import kernels
 from pipelines.simulator.backtests import Prices
 from pipelines.simulator.engine import Mask, Panel
+from tests.pipelines.indicators import kernels
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.indicators._expr import bar_index, check_period, finite_or_null
+from tests.pipelines.indicators.expressions._expr import bar_index, check_period, finite_or_null
 
 
 def obv(close: pl.Expr, volume: pl.Expr) -> pl.Expr:

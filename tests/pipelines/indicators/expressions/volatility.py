@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.indicators._expr import check_period, finite_or_null, seeded_recursion
+from tests.pipelines.indicators.expressions._expr import (
+    check_period,
+    finite_or_null,
+    seeded_recursion,
+)
 
 
 def true_range(high: pl.Expr, low: pl.Expr, close: pl.Expr) -> pl.Expr:

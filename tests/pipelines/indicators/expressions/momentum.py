@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.indicators._expr import (
+from tests.pipelines.indicators.expressions._expr import (
     check_period,
     finite_or_null,
     null_before,
     seeded_recursion,
 )
-from pipelines.indicators.overlap import ema_unmasked
-from pipelines.indicators.volatility import true_range
+from tests.pipelines.indicators.expressions.overlap import ema_unmasked
+from tests.pipelines.indicators.expressions.volatility import true_range
 
 
 def rsi(close: pl.Expr, timeperiod: int = 14) -> pl.Expr:

@@ -1,4 +1,4 @@
-"""The Indicators snapshot: the spec's members for the last bar of each symbol, any period."""
+"""The per-period oracle (`per_period.py`): the spec's members for the last bar of each symbol, any period."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import polars as pl
 import pytest
 import talib
 
-from pipelines.indicators.panel import indicators_frame
-from pipelines.indicators.snapshot import latest_indicators, latest_indicators_frame
 from tests.pipelines.indicators.oracle import bars_frame, random_walk
+from tests.pipelines.indicators.per_period import (
+    indicators_frame,
+    latest_indicators,
+    latest_indicators_frame,
+)
 
 MEMBERS = {
     "adx",
