@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import stamina
 from market_intelligence import Client, RateLimited, Unavailable
 
 from tests.api.metering.conftest import private_redis
@@ -17,6 +19,14 @@ from tests.served import ServedApi, clean_env, serving
 from .conftest import THROTTLE, Exchange, Recorder, async_client
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def retries_that_wait() -> Iterator[None]:
+    """The waits are what these tests check: stamina's testing mode (tests/conftest.py) is off."""
+    with stamina.set_testing(False):
+        yield
+
 
 BURST = THROTTLE["requests_per_window"] + 1
 """One request more than the window admits: the last answers 429."""
