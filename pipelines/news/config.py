@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from pipelines.catalog import MARKETS
+from pipelines.config_files import decode, read_toml
 from pipelines.news.parse import ParsePolicy
 from pipelines.news.sources import (
     FeedListNewsSource,
@@ -19,9 +20,6 @@ from pipelines.news.sources import (
     is_url,
 )
 from pipelines.settings import PipelineSettings
-
-_POLICY_KEYS = frozenset({"freshness_hours", "clock_skew_minutes", "timeout_seconds", "attempts"})
-_MARKET_KEYS = frozenset({"feeds", "file_drop"})
 
 
 def utc_now() -> datetime:
@@ -53,6 +51,34 @@ class NewsConfig:
     policy: NewsPolicy
 
 
+class MarketFeeds(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A `[news.<market>]` table: feed URLs and paths, and an optional file drop folder."""
+
+    feeds: tuple[str, ...] = ()
+    file_drop: str | None = None
+
+
+class NewsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The sources file's `[news]` table: the policy, and one table per market with feeds."""
+
+    freshness_hours: float = 48.0
+    clock_skew_minutes: float = 15.0
+    timeout_seconds: float = 10.0
+    attempts: int = 3
+    crypto: MarketFeeds | None = None
+    forex: MarketFeeds | None = None
+    commodities: MarketFeeds | None = None
+    stocks: MarketFeeds | None = None
+
+    def markets(self) -> dict[str, MarketFeeds]:
+        tables = {market: getattr(self, market) for market in MARKETS}
+        return {market: table for market, table in tables.items() if table is not None}
+
+
+if set(MARKETS) - set(NewsSection.__struct_fields__):  # a market added to the catalog
+    raise ImportError("NewsSection has no table for every market of the catalog")
+
+
 def load_news_config(settings: PipelineSettings) -> NewsConfig:
     """The sources TOML's `[news]` section, or the embedded file drop when there is no TOML."""
     if settings.sources_config is None:
@@ -60,42 +86,25 @@ def load_news_config(settings: PipelineSettings) -> NewsConfig:
             FileDropNewsSource(settings.embedded_dir), NewsPolicy(clock=settings.news_now)
         )
     path = settings.sources_config
-    with path.open("rb") as handle:
-        section = tomllib.load(handle).get("news", {})
-    config = parse_news_section(section, base=path.parent)
+    section = read_toml(path).get("news", {})
+    config = parse_news_section(section, base=path.parent, where=f"{path}: [news]")
     return NewsConfig(config.source, replace(config.policy, clock=settings.clock))
 
 
-def parse_news_section(section: Mapping[str, Any], base: Path) -> NewsConfig:
+def parse_news_section(section: object, base: Path, where: str = "[news]") -> NewsConfig:
     """Build the config from a parsed `[news]` table; relative paths are relative to `base`."""
-    scalars = {k: v for k, v in section.items() if not isinstance(v, Mapping)}
-    markets = {k: v for k, v in section.items() if isinstance(v, Mapping)}
-    _refuse_unknown("[news]", set(scalars) - _POLICY_KEYS)
-    _refuse_unknown("[news] markets", set(markets) - set(MARKETS))
+    news = decode(section, NewsSection, where)
     policy = NewsPolicy(
-        freshness_hours=float(scalars.get("freshness_hours", 48.0)),
-        clock_skew=timedelta(minutes=float(scalars.get("clock_skew_minutes", 15.0))),
+        freshness_hours=news.freshness_hours,
+        clock_skew=timedelta(minutes=news.clock_skew_minutes),
     )
-    fetcher = HttpFeedFetcher(
-        timeout_seconds=float(scalars.get("timeout_seconds", 10.0)),
-        attempts=int(scalars.get("attempts", 3)),
-    )
-    feeds = {market: _market_feeds(market, table, base) for market, table in markets.items()}
+    fetcher = HttpFeedFetcher(timeout_seconds=news.timeout_seconds, attempts=news.attempts)
+    feeds = {market: _locations(market, table, base) for market, table in news.markets().items()}
     return NewsConfig(FeedListNewsSource(feeds, fetcher), policy)
 
 
-def _market_feeds(market: str, table: Mapping[str, Any], base: Path) -> tuple[str, ...]:
-    _refuse_unknown(f"[news.{market}]", set(table) - _MARKET_KEYS)
-    listed = table.get("feeds", [])
-    if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
-        raise ValueError(f"[news.{market}] feeds must be a list of URLs and paths")
-    locations = [f if is_url(f) else str(base / f) for f in listed]
-    drop = table.get("file_drop")
-    if drop is not None:
-        locations.append(str(base / str(drop) / "news" / market))
+def _locations(market: str, table: MarketFeeds, base: Path) -> tuple[str, ...]:
+    locations = [f if is_url(f) else str(base / f) for f in table.feeds]
+    if table.file_drop is not None:
+        locations.append(str(base / table.file_drop / "news" / market))
     return tuple(locations)
-
-
-def _refuse_unknown(where: str, unknown: set[str]) -> None:
-    if unknown:
-        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")

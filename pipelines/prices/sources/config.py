@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from pipelines.catalog import MARKETS
+from pipelines.config_files import ConfigFileError, decode, read_toml
 from pipelines.prices.sources.base import PriceSource
 from pipelines.prices.sources.binance import BinanceSource
 from pipelines.prices.sources.ecb import EcbSource
@@ -18,12 +21,11 @@ from pipelines.prices.sources.http import HttpFetcher, HttpPolicy, ListedInstrum
 from pipelines.prices.sources.stooq import StooqSource
 from pipelines.settings import PipelineSettings
 
-KINDS = ("file_drop", "binance", "ecb", "stooq")
 DEFAULT_FRESHNESS_DAYS = {"crypto": 2, "forex": 4, "commodities": 4, "stocks": 4}
 """Newest bar may be this many days older than the reference day (weekends and a holiday)."""
 
 
-class SourcesConfigError(ValueError):
+class SourcesConfigError(ConfigFileError):
     """The sources file is missing a market or names an unknown kind or parameter."""
 
 
@@ -40,68 +42,117 @@ class SourceRegistry:
         return self.sources[market]
 
 
+class _Market(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind"
+):
+    """A `[markets.<name>]` table; `kind` names the connector. A key left out (UNSET) takes the
+    connector's own default, so each default lives in one place: the connector."""
+
+    freshness_days: int | UnsetType = UNSET
+
+    def connector_args(self) -> dict[str, Any]:
+        """The keys given, for the connector's constructor."""
+        own = {"freshness_days", "instruments"}
+        return {
+            name: value
+            for name in self.__struct_fields__
+            if name not in own and (value := getattr(self, name)) is not UNSET
+        }
+
+
+class FileDropMarket(_Market, frozen=True, tag="file_drop"):
+    root: str
+    name: str | UnsetType = UNSET
+
+
+class _WebMarket(_Market, frozen=True):
+    instruments: tuple[ListedInstrument, ...] = ()
+    base_url: str | UnsetType = UNSET
+
+
+class BinanceMarket(_WebMarket, frozen=True, tag="binance"):
+    quote: str | UnsetType = UNSET
+    start_date: date | UnsetType = UNSET
+    page_limit: int | UnsetType = UNSET
+
+
+class EcbMarket(_WebMarket, frozen=True, tag="ecb"):
+    start_date: date | UnsetType = UNSET
+
+
+class StooqMarket(_WebMarket, frozen=True, tag="stooq"):
+    suffix: str | UnsetType = UNSET
+    params: dict[str, str] | UnsetType = UNSET
+
+
+MarketTable = FileDropMarket | BinanceMarket | EcbMarket | StooqMarket
+CONNECTORS: dict[type[_WebMarket], type[BinanceSource | EcbSource | StooqSource]] = {
+    BinanceMarket: BinanceSource,
+    EcbMarket: EcbSource,
+    StooqMarket: StooqSource,
+}
+
+
+class SourcesFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The sources file (config/sources.example.toml): a table per market, the shared `[http]`
+    keys, and the news domain's `[news]` table (read by `pipelines.news.config`)."""
+
+    markets: dict[str, dict[str, Any]] = {}
+    """Each decoded on its own (`MarketTable`), so that an error names its market."""
+    http: HttpPolicy = msgspec.field(default_factory=HttpPolicy)
+    news: dict[str, Any] = {}
+
+
 def load_sources(settings: PipelineSettings) -> SourceRegistry:
     """Read `settings.sources_config`; without one every market reads the embedded file drop."""
     if settings.sources_config is None:
         source = FileDropSource(settings.embedded_dir)
         return SourceRegistry(dict.fromkeys(MARKETS, source), embedded=True)
     path = settings.sources_config
-    with path.open("rb") as handle:
-        document = tomllib.load(handle)
-    return registry_from_toml(document, path)
+    return registry_from_toml(read_toml(path), path)
 
 
 def registry_from_toml(document: Mapping[str, Any], path: Path) -> SourceRegistry:
     """Build every market's connector from a parsed sources document (see config/sources.example.toml)."""
-    http = HttpFetcher(_policy(document.get("http", {}), path))
-    markets = document.get("markets", {})
-    missing = [m for m in MARKETS if m not in markets]
+    try:
+        sources_file = decode(document, SourcesFile, str(path))
+    except ConfigFileError as error:
+        raise SourcesConfigError(str(error)) from None
+    missing = [m for m in MARKETS if m not in sources_file.markets]
     if missing:
         raise SourcesConfigError(f"{path}: no [markets.<name>] table for {missing}")
+    http = HttpFetcher(sources_file.http)
+    markets = {m: _market_table(sources_file.markets[m], f"{path}: [markets.{m}]") for m in MARKETS}
     sources = {m: build_source(m, markets[m], path, http) for m in MARKETS}
     freshness = {
-        m: int(markets[m].get("freshness_days", DEFAULT_FRESHNESS_DAYS[m])) for m in MARKETS
+        m: DEFAULT_FRESHNESS_DAYS[m] if (days := markets[m].freshness_days) is UNSET else days
+        for m in MARKETS
     }
     return SourceRegistry(sources, freshness)
 
 
-def _policy(table: Mapping[str, Any], path: Path) -> HttpPolicy:
+def _market_table(table: dict[str, Any], where: str) -> MarketTable:
     try:
-        return HttpPolicy(**table)
-    except TypeError as error:
-        raise SourcesConfigError(f"{path}: [http] {error}") from error
+        return decode(table, MarketTable, where)  # type: ignore[arg-type]  # a union of Structs
+    except ConfigFileError as error:
+        raise SourcesConfigError(str(error)) from None
 
 
-def build_source(
-    market: str, table: Mapping[str, Any], path: Path, http: HttpFetcher
-) -> PriceSource:
-    """One market's connector from its table; unknown keys are errors, not silently ignored."""
-    params = {k: v for k, v in table.items() if k not in ("kind", "freshness_days", "instruments")}
-    kind = table.get("kind")
+def build_source(market: str, table: MarketTable, path: Path, http: HttpFetcher) -> PriceSource:
+    """One market's connector from its table."""
     where = f"{path}: [markets.{market}]"
-    listing = [_listed(item, where) for item in table.get("instruments", [])]
-    if kind not in KINDS:
-        raise SourcesConfigError(f"{where} kind = {kind!r}; expected one of {KINDS}")
-    if "start_date" in params:
-        params["start_date"] = date.fromisoformat(str(params["start_date"]))
+    args = table.connector_args()
     try:
-        if kind == "file_drop":
-            root = Path(params.pop("root"))
-            return FileDropSource(root if root.is_absolute() else path.parent / root, **params)
-        if not listing:
-            raise SourcesConfigError(f"{where} kind = {kind!r} needs an instruments list")
-        connector = {"binance": BinanceSource, "ecb": EcbSource, "stooq": StooqSource}[kind]
-        return connector(listing, str(path), http=http, **params)
-    except SourcesConfigError:
-        raise
-    except (TypeError, KeyError) as error:
-        raise SourcesConfigError(f"{where} {type(error).__name__}: {error}") from error
+        if isinstance(table, FileDropMarket):
+            root = Path(args.pop("root"))
+            return FileDropSource(root if root.is_absolute() else path.parent / root, **args)
+        if not table.instruments:
+            raise SourcesConfigError(
+                f"{where} kind = {table.__struct_config__.tag!r} needs an instruments list"
+            )
+        connector = CONNECTORS[type(table)]
+        return connector(list(table.instruments), str(path), http=http, **args)
     except ValueError as error:  # a value the connector refuses, e.g. page_limit = 5000
+        if isinstance(error, SourcesConfigError):
+            raise
         raise SourcesConfigError(f"{where} {error}") from error
-
-
-def _listed(item: Mapping[str, Any], where: str) -> ListedInstrument:
-    try:
-        return ListedInstrument(**{k: str(v) for k, v in item.items()})
-    except TypeError as error:
-        raise SourcesConfigError(f"{where} instruments entry {dict(item)}: {error}") from error

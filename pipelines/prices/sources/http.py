@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx
+import msgspec
 import polars as pl
 
 from pipelines.prices.sources.base import (
@@ -24,8 +25,7 @@ from pipelines.retries import (
 )
 
 
-@dataclass(frozen=True)
-class HttpPolicy:
+class HttpPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How hard to try: per-request timeout, retries after the first attempt, and their waits
     (the sources file's `[http]` keys)."""
 
@@ -91,8 +91,7 @@ def _describe(response: httpx.Response, attempts: int) -> str:
     return f"GET {response.url} failed with HTTP {response.status_code} after {attempts} attempt(s): {body}"
 
 
-@dataclass(frozen=True)
-class ListedInstrument:
+class ListedInstrument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """An instrument named in the sources file, with its ticker at the remote source."""
 
     symbol: str

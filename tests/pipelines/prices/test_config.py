@@ -65,6 +65,15 @@ def test_base_url_is_configurable(tmp_path: Path) -> None:
     assert source.base_url == "http://127.0.0.1:8080"
 
 
+def test_a_key_of_the_wrong_type_is_refused_naming_its_market_and_key(tmp_path: Path) -> None:
+    text = EXAMPLE.read_text().replace("page_limit = 1000", 'page_limit = "1000"')
+    with pytest.raises(
+        SourcesConfigError,
+        match=r"\[markets.crypto\]: Expected `int`, got `str` - at `\$.page_limit`",
+    ):
+        load_sources(settings(tmp_path, write(tmp_path, text)))
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -72,13 +81,16 @@ def test_base_url_is_configurable(tmp_path: Path) -> None:
             FILE_DROPS.replace('[markets.stocks]\nkind = "file_drop"\nroot = "drop"\n', ""),
             "no \\[markets",
         ),
-        (FILE_DROPS.replace('kind = "file_drop"', 'kind = "yahoo"', 1), "kind = 'yahoo'"),
+        (
+            FILE_DROPS.replace('kind = "file_drop"', 'kind = "yahoo"', 1),
+            r"\[markets.crypto\]: Invalid value 'yahoo' - at `\$.kind`",
+        ),
         (FILE_DROPS.replace('root = "drop"', 'root = "drop"\ncolour = "red"', 1), "colour"),
         (
             FILE_DROPS.replace('kind = "file_drop"\nroot = "drop"', 'kind = "binance"', 1),
             "needs an instruments list",
         ),
-        (FILE_DROPS + "[http]\nretries = 3\n", "\\[http\\]"),
+        (FILE_DROPS + "[http]\nretries = 3\n", r"unknown field `retries` - at `\$.http`"),
     ],
 )
 def test_an_invalid_sources_file_is_an_error(tmp_path: Path, text: str, message: str) -> None:
@@ -86,7 +98,7 @@ def test_an_invalid_sources_file_is_an_error(tmp_path: Path, text: str, message:
         load_sources(settings(tmp_path, write(tmp_path, text)))
 
 
-@pytest.mark.parametrize("page_limit", ["0", "1500", '"1000"'])
+@pytest.mark.parametrize("page_limit", ["0", "1500"])
 def test_a_binance_page_limit_outside_1_to_1000_is_refused_naming_the_setting(
     tmp_path: Path, page_limit: str
 ) -> None:
