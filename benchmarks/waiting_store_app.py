@@ -39,7 +39,7 @@ from api.metering.model import (
     net_cost,
 )
 from api.metering.plugin import MeteringPlugin
-from api.metering.redis_store import RedisMeteringStore
+from api.metering.redis_store import RedisMeteringStore, _Script
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import store_url_from_env
 from api.settings import load_settings
@@ -108,7 +108,7 @@ class RoundTripStore(RedisMeteringStore):
 
     def __init__(self, url: str) -> None:
         super().__init__(url, load_config())
-        self._batch_script = self.client.register_script(NO_WORK_BATCH)
+        self._batch_script = _Script.of(NO_WORK_BATCH)
 
     async def admit(self, account: Account, route: str, cost: int) -> Admission:
         raise NotImplementedError("the Redis ceiling serves plans without limits only")
