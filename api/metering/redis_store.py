@@ -4,17 +4,17 @@ as the single clock."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis import exceptions as redis_errors
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from api.metering.config import MeteringConfig, Plan
 from api.metering.model import (
@@ -36,11 +36,11 @@ from api.metering.model import (
     split_credit,
     summarize_usage,
 )
+from api.metering.resp import CONNECT_TIMEOUT, Reply, ReplyError, RespPipeline, Target
 from api.metering.store import Clock, MeteringStore
 
 DEFAULT_PREFIX = "mi:metering:"
 POOL_SIZE = 32
-CONNECT_TIMEOUT = 1.0
 REPLY_TIMEOUT = 2.0
 """Seconds a group's replies may take before the store counts as unreachable (fail closed)."""
 
@@ -284,19 +284,40 @@ return v
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _Script:
+    source: str
+    sha: str
+
+    @classmethod
+    def of(cls, source: str) -> _Script:
+        return cls(source, hashlib.sha1(source.encode()).hexdigest())
+
+
 class _Batch:
-    """The admits and settles queued in one event-loop iteration: one BATCH script call, whose one
-    reply resolves every step's future.
+    """The admits and settles queued in one event-loop iteration: one BATCH call, whose one reply
+    resolves every step's future as it is parsed (the pipeline's waiter for that call).
 
     Failure: a lost or late reply, or an error reply, fails every step (MeteringUnavailableError;
-    the batch may have run, so it is never re-sent: the client makes no retries), except NOSCRIPT
-    (it did not run): redis-py's script loads itself and runs once more.
+    the batch may have run, so it is never re-sent), except NOSCRIPT (it did not run): SCRIPT LOAD
+    ahead of the batch, sent once more, in the next group.
     """
 
-    __slots__ = ("args", "converters", "futures", "groups", "keys", "store")
+    __slots__ = (
+        "args",
+        "converters",
+        "futures",
+        "groups",
+        "keys",
+        "packed",
+        "pipeline",
+        "state",
+        "store",
+    )
 
-    def __init__(self, store: RedisMeteringStore) -> None:
+    def __init__(self, store: RedisMeteringStore, pipeline: RespPipeline) -> None:
         self.store = store
+        self.pipeline = pipeline
         self.keys = [store._key("clock")]
         self.groups: dict[str, int] = {}  # key id -> index (1-based) of its keys in KEYS
         self.args: list[str] = []
@@ -304,32 +325,44 @@ class _Batch:
         # What each step's future is given: its reply as it came (None), or that reply read by
         # this function (which raises MeteringUnavailableError for a step that failed).
         self.converters: list[Callable[[str], Any] | None] = []
+        self.packed = b""
+        self.state = "queued"  # then "sent", "resent" (after NOSCRIPT), "done"
 
-    async def run(self) -> None:
-        """Sent once the steps queued in this iteration are all in (a task starts in the next)."""
+    def send(self) -> None:
         store = self.store
         if store._batch is self:
             store._batch = None
         limits = store.config.limits
-        head = [
-            store._override(),
-            str(limits.requests_per_window),
-            str(limits.window_seconds),
-            str(limits.concurrent),
-            str(limits.request_timeout_seconds),
-        ]
-        try:
-            reply = await store._batch_script(keys=self.keys, args=[*head, *self.args])
-        except (redis_errors.RedisError, OSError) as failure:
-            self.fail(failure)
-            return
-        self.resolve(reply)
+        self.packed = _pack(
+            [
+                "EVALSHA",
+                store._batch_script.sha,
+                str(len(self.keys)),
+                *self.keys,
+                store._override(),
+                str(limits.requests_per_window),
+                str(limits.window_seconds),
+                str(limits.concurrent),
+                str(limits.request_timeout_seconds),
+                *self.args,
+            ]
+        )
+        self.state = "sent"
+        store._in_flight.add(self)
+        self.pipeline.send_to(self.packed, self)
+        self.pipeline.flush()  # this iteration: the steps queued it are all in
 
-    def resolve(self, result: object) -> None:
+    def done(self) -> bool:
+        return self.state == "done"
+
+    def set_result(self, result: Reply, /) -> None:
         replies = result.split("\n") if isinstance(result, str) else []
         if len(replies) != len(self.futures):
-            self.fail(ConnectionError(f"a BATCH reply that is not one per step: {result!r}"))
+            self.set_exception(
+                ConnectionError(f"a BATCH reply that is not one per step: {result!r}")
+            )
             return
+        self._finish()
         for future, convert, reply in zip(self.futures, self.converters, replies, strict=True):
             if future.done():  # its caller may have been cancelled
                 continue
@@ -341,12 +374,22 @@ class _Batch:
             except MeteringUnavailableError as failure:
                 future.set_exception(failure)
 
-    def fail(self, exception: BaseException) -> None:
+    def set_exception(self, exception: BaseException, /) -> None:
+        if isinstance(exception, ReplyError) and exception.noscript and self.state == "sent":
+            self.state = "resent"
+            self.pipeline.send_once(_pack(["SCRIPT", "LOAD", self.store._batch_script.source]))
+            self.pipeline.send_to(self.packed, self)
+            return
+        self._finish()
         for future in self.futures:
             if not future.done():
                 failure = MeteringUnavailableError(f"metering store: {exception}")
                 failure.__cause__ = exception
                 future.set_exception(failure)
+
+    def _finish(self) -> None:
+        self.state = "done"
+        self.store._in_flight.discard(self)
 
 
 def _split_reply(reply: str) -> list[str]:
@@ -359,6 +402,18 @@ def _split_reply(reply: str) -> list[str]:
 def _recorded(reply: str) -> Balance | None:
     """A record step's reply: None when the key was revoked (nothing was recorded)."""
     return None if _split_reply(reply)[0] == Outcome.UNAUTHORIZED else UNLIMITED_BALANCE
+
+
+def _pack(parts: list[str]) -> bytes:
+    """One command in RESP (what redis-py's pack_command does, without its per-argument cost)."""
+    text = "".join([f"${len(part)}\r\n{part}\r\n" for part in parts])
+    if text.isascii():  # then a character is a byte: the lengths above are the byte lengths
+        return f"*{len(parts)}\r\n{text}".encode()
+    out = [b"*%d\r\n" % len(parts)]
+    for part in parts:
+        data = part.encode()
+        out.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    return b"".join(out)
 
 
 def _split_prefix(url: str) -> tuple[str, str]:
@@ -378,25 +433,23 @@ class RedisMeteringStore(MeteringStore):
         super().__init__(config, clock)
         client_url, self.prefix = _split_prefix(url)
         # A blocking pool: a burst waits for a free connection instead of failing (fail closed
-        # only when Redis itself is unreachable or a connection stays busy for REPLY_TIMEOUT).
-        # No retries: a command whose reply is lost may have run, so nothing is ever sent twice.
-        # RESP2 and no CLIENT SETINFO: no handshake, a connection's first command is the caller's.
+        # only when Redis itself is unreachable or a connection stays busy for 2 s).
         pool = aioredis.BlockingConnectionPool.from_url(
             client_url,
             max_connections=POOL_SIZE,
-            timeout=REPLY_TIMEOUT,
+            timeout=2.0,
             decode_responses=True,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=REPLY_TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
-            driver_info=None,
-            protocol=2,
+            socket_connect_timeout=1.0,
+            socket_timeout=2.0,
         )
         self.client: aioredis.Redis = aioredis.Redis.from_pool(pool)
         self._pool = pool
-        self._batch_script = self.client.register_script(BATCH)
+        # Admits and settles skip redis-py: a pipelined RESP client of their own (api.metering.resp).
+        self._target = Target.from_url(client_url)
+        self._pipeline: RespPipeline | None = None
+        self._batch_script = _Script.of(BATCH)
         self._batch: _Batch | None = None  # the group being queued in this loop iteration
-        self._in_flight: set[asyncio.Task[None]] = set()  # sent, reply pending
+        self._in_flight: set[_Batch] = set()  # sent, reply pending
         self._slot_prefix = secrets.token_hex(8)
         self._slot_counter = itertools.count()
         self._topup = self.client.register_script(TOPUP)
@@ -419,23 +472,31 @@ class RedisMeteringStore(MeteringStore):
 
     # -- group commit: the admits and settles queued meanwhile go out as one BATCH call ----------
 
+    def _pipeline_here(self) -> RespPipeline:
+        """This event loop's pipeline (its own connection), made on first use."""
+        loop = asyncio.get_running_loop()
+        pipeline = self._pipeline
+        if pipeline is None or pipeline.loop is not loop:
+            if pipeline is not None:
+                pipeline.abandon()  # a connection belongs to the loop that opened it
+            pipeline = self._pipeline = RespPipeline(self._target, REPLY_TIMEOUT)
+        return pipeline
+
     def _queue(
         self, key_id: str, args: list[str], convert: Callable[[str], Any] | None = None
     ) -> asyncio.Future[Any]:
         """Queue one step (its kind, then its arguments) in this iteration's group: a future of
         its reply (read by `convert`, when given) once Redis has run the group's BATCH call."""
-        loop = asyncio.get_running_loop()
+        pipeline = self._pipeline_here()
         batch = self._batch
-        if batch is None:
-            batch = self._batch = _Batch(self)
-            task = loop.create_task(batch.run())
-            self._in_flight.add(task)
-            task.add_done_callback(self._in_flight.discard)
+        if batch is None or batch.pipeline is not pipeline:
+            batch = self._batch = _Batch(self, pipeline)
+            pipeline.loop.call_soon(batch.send)
         keys = batch.groups.get(key_id)
         if keys is None:
             keys = batch.groups[key_id] = len(batch.keys) + 1
             batch.keys += [self._key(kind, key_id) for kind in ("acct", "rate", "conc", "ledger")]
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[Any] = pipeline.loop.create_future()
         batch.futures.append(future)
         batch.converters.append(convert)
         batch.args.append(args[0])
@@ -600,6 +661,12 @@ class RedisMeteringStore(MeteringStore):
         return (time.perf_counter() - started) * 1000
 
     async def close(self) -> None:
-        if self._in_flight:  # the steps under way get their replies first
-            await asyncio.wait(self._in_flight, timeout=REPLY_TIMEOUT + CONNECT_TIMEOUT)
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            # The steps under way get their replies first.
+            batches = [*self._in_flight, *([self._batch] if self._batch else [])]
+            steps = [future for batch in batches for future in batch.futures if not future.done()]
+            if steps:
+                await asyncio.wait(steps, timeout=REPLY_TIMEOUT + CONNECT_TIMEOUT)
+            await pipeline.aclose()
         await self.client.aclose()

@@ -28,7 +28,8 @@ from api.metering.model import (
     MeteringUnavailableError,
     Outcome,
 )
-from api.metering.redis_store import BATCH, RedisMeteringStore
+from api.metering.redis_store import BATCH, RedisMeteringStore, _Script
+from api.metering.resp import RespProtocol
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import MeteringStore, open_store
 
@@ -249,23 +250,27 @@ def redis_store(redis_prefix: str, config: MeteringConfig, clock: FakeClock) -> 
     return store
 
 
-def recorded_commands(store: RedisMeteringStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every command the store's client sends from now on (EVALSHA, SCRIPT LOAD...)."""
-    commands: list[str] = []
-    execute = store.client.execute_command
-
-    async def record(*args: Any, **options: Any) -> Any:
-        commands.append(str(args[0]))
-        return await execute(*args, **options)
-
-    monkeypatch.setattr(store.client, "execute_command", record)
-    return commands
+EVALSHA = b"$7\r\nEVALSHA\r\n"
+SCRIPT_LOAD = b"$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n"
 
 
-def connections(store: RedisMeteringStore) -> set[int]:
-    """The ids of the connections the store's pool holds (idle or in use)."""
-    pool = store._pool
-    return {id(c) for c in [*pool._available_connections, *pool._in_use_connections]}
+def recorded_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every write on the sockets of the store's RESP connections (the hot path's only writes)."""
+    writes: list[bytes] = []
+    made = RespProtocol.connection_made
+
+    def recording(protocol: RespProtocol, transport: asyncio.BaseTransport) -> None:
+        made(protocol, transport)
+        write = transport.write  # type: ignore[attr-defined]
+
+        def record(data: bytes) -> None:
+            writes.append(bytes(data))
+            write(data)
+
+        setattr(transport, "write", record)  # noqa: B010 (this transport instance only)
+
+    monkeypatch.setattr(RespProtocol, "connection_made", recording)
+    return writes
 
 
 async def test_redis_steps_queued_together_go_out_as_one_script_call_in_one_write(
@@ -274,14 +279,14 @@ async def test_redis_steps_queued_together_go_out_as_one_script_call_in_one_writ
     store = redis_store(redis_prefix, config, clock)
     try:
         account = await new_account(store, "internal")
-        commands = recorded_commands(store, monkeypatch)
+        writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(8)))
-        assert commands == ["EVALSHA"]  # the 8 steps in one call
+        assert [write.count(EVALSHA) for write in writes] == [1]  # the 8 steps in one call
         assert all(a.outcome is Outcome.ADMITTED for a in admissions)
         settled = await asyncio.gather(
             *(store.settle(a.charge, 404) for a in admissions if a.charge)
         )
-        assert commands == ["EVALSHA", "EVALSHA"]
+        assert [write.count(EVALSHA) for write in writes] == [1, 1]
         assert [net for net, _ in settled] == [1] * 8
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 8 + [("settle", 0)] * 8
@@ -297,12 +302,13 @@ async def test_redis_a_script_unknown_to_redis_is_loaded_and_run_once(
     try:
         account = await new_account(store, "sandbox")
         fresh = f"{BATCH}\n-- {uuid.uuid4().hex}\n"  # a script this Redis has never seen
-        store._batch_script = store.client.register_script(fresh)
-        commands = recorded_commands(store, monkeypatch)
+        store._batch_script = _Script.of(fresh)
+        writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(*(store.admit(account, "ping", 1) for _ in range(3)))
         assert all(a.outcome is Outcome.ADMITTED for a in admissions)
-        # The batch, refused, then the script loaded and the batch sent once more.
-        assert commands == ["EVALSHA", "SCRIPT LOAD", "EVALSHA"]
+        # The batch, then one SCRIPT LOAD ahead of the batch sent once more, in one write.
+        assert [(w.count(SCRIPT_LOAD), w.count(EVALSHA)) for w in writes] == [(0, 1), (1, 1)]
+        assert writes[1].index(SCRIPT_LOAD) < writes[1].index(EVALSHA)
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 3
         assert (await store.balance(account)).remaining_today == 997
@@ -317,18 +323,18 @@ async def test_redis_an_error_reply_fails_the_steps_of_its_batch_and_the_connect
     try:
         account = await new_account(store, "internal")
         assert (await store.admit(account, "ping", 1)).charge is not None
-        held = connections(store)
+        connection = store._pipeline_here()._protocol
         batch_script = store._batch_script
         failing = f"return redis.error_reply('ERR boom {uuid.uuid4().hex}')"
         await store.client.script_load(failing)
-        store._batch_script = store.client.register_script(failing)
+        store._batch_script = _Script.of(failing)
         results = await asyncio.gather(
             *(store.admit(account, "ping", 1) for _ in range(3)), return_exceptions=True
         )
         assert all(isinstance(r, MeteringUnavailableError) and "boom" in str(r) for r in results)
         store._batch_script = batch_script
         assert (await store.admit(account, "ping", 1)).charge is not None
-        assert connections(store) == held  # the connection stays
+        assert store._pipeline_here()._protocol is connection  # the connection stays
         entries = await store.ledger(account.key_id)
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 2
     finally:
@@ -395,14 +401,14 @@ async def test_redis_record_steps_of_one_call_read_each_key_s_revocation_for_tha
         live, revoked = await new_account(store, "internal"), await new_account(store, "internal")
         await store.revoke(revoked.key_id)
         await store.client.script_load(BATCH)  # a fresh Redis would answer NOSCRIPT first
-        commands = recorded_commands(store, monkeypatch)
+        writes = recorded_writes(monkeypatch)
         results = await asyncio.gather(
             store.record(revoked, "ping", 200, 1),
             store.record(live, "ping", 200, 1),
             store.record(revoked, "ping", 200, 1),
             store.record(live, "ping", 404, 1),
         )
-        assert commands == ["EVALSHA"]  # one call
+        assert [write.count(EVALSHA) for write in writes] == [1]  # one call
         assert results == [None, UNLIMITED_BALANCE, None, UNLIMITED_BALANCE]
         assert await store.ledger(revoked.key_id) == []
         entries = await store.ledger(live.key_id)
@@ -475,11 +481,11 @@ async def test_redis_a_lost_reply_fails_closed_is_never_resent_and_the_next_step
         await asyncio.sleep(0.05)
         assert fake.connections == 1
         assert fake.closed_by_client == (0 if hang_up else 1)
-        assert b"".join(fake.received).count(b"EVALSHA") == 1  # the three steps' one call
+        assert b"".join(fake.received).count(EVALSHA) == 1  # the three steps' one call
         with pytest.raises(MeteringUnavailableError):
             await store.admit(account, "ping", 1)
         assert fake.connections == 2
-        assert b"".join(fake.received).count(b"EVALSHA") == 2
+        assert b"".join(fake.received).count(EVALSHA) == 2
     finally:
         await store.close()
         server.close()
@@ -531,7 +537,7 @@ async def test_redis_a_batch_of_two_keys_admits_and_settles_leaves_what_one_at_a
                 return [await step() for step in steps]
 
             together = store is batched
-            commands = recorded_commands(store, monkeypatch)
+            writes = recorded_writes(monkeypatch)
             admissions = await run(
                 [
                     lambda: store.admit(first, "get-indicators", 8),  # noqa: B023
@@ -554,7 +560,7 @@ async def test_redis_a_batch_of_two_keys_admits_and_settles_leaves_what_one_at_a
                 ],
                 together,
             )
-            assert commands.count("EVALSHA") == (2 if together else 11)
+            assert [w.count(EVALSHA) for w in writes] == ([1, 1] if together else [1] * 11)
             results[store] = (
                 [outcome_of(a) for a in admissions],
                 [outcome_of(r) if isinstance(r, Admission) else r for r in mixed],
@@ -583,7 +589,7 @@ async def test_redis_a_step_refused_in_a_batch_leaves_the_steps_after_it_alone(
     store = redis_store(redis_prefix, tight_config(config, requests_per_window=2), clock)
     try:
         first, second = await new_account(store, "tight"), await new_account(store, "tight")
-        commands = recorded_commands(store, monkeypatch)
+        writes = recorded_writes(monkeypatch)
         admissions = await asyncio.gather(
             store.admit(first, "scorecard", 10),
             store.admit(first, "get-indicators", 25),  # over the monthly budget: refused
@@ -592,7 +598,7 @@ async def test_redis_a_step_refused_in_a_batch_leaves_the_steps_after_it_alone(
             store.admit(second, "get-indicators", 8),
             store.admit(second, "scorecard", 10),
         )
-        assert commands == ["EVALSHA"]
+        assert [w.count(EVALSHA) for w in writes] == [1]
         assert [a.outcome for a in admissions] == [
             Outcome.ADMITTED,
             Outcome.MONTHLY_LIMIT,
