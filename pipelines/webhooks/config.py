@@ -5,13 +5,16 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from pipelines.config_files import ConfigFileError, decode, read_toml
 from pipelines.retries import RetryPolicy
 from pipelines.webhooks.signing import SecretError, secret_key
 
@@ -71,8 +74,7 @@ class Subscription:
         return any(p in ("*", event_type, f"{family}.*") for p in self.events)
 
 
-@dataclass(frozen=True)
-class DeliveryPolicy:
+class DeliveryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Retry schedule and the switches shared by every subscription."""
 
     max_attempts: int = 8
@@ -103,8 +105,7 @@ class DeliveryPolicy:
         )
 
 
-@dataclass(frozen=True)
-class SentimentRule:
+class SentimentRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A shift: today's net sentiment differs from the trailing mean by at least `threshold`."""
 
     window_days: int = 7
@@ -113,8 +114,7 @@ class SentimentRule:
     """Briefs the day must have for its net sentiment to count."""
 
 
-@dataclass(frozen=True)
-class CustomFeed:
+class CustomFeed(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A catalog table whose rows become `custom.<name>` events, identified by `key` columns."""
 
     name: str
@@ -199,14 +199,44 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class SubscriptionEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A `[[subscriptions]]` table as written: `Subscription`'s keys, the secret given or named by
+    `secret_env`; a key left out (UNSET) takes `Subscription`'s default."""
+
+    id: str
+    url: str
+    events: tuple[str, ...] = ()
+    customer: str | UnsetType = UNSET
+    secret: str | UnsetType = UNSET
+    secret_env: str | UnsetType = UNSET
+    markets: tuple[str, ...] = ()
+    symbols: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    strategies: tuple[str, ...] = ()
+    timeout_seconds: float | UnsetType = UNSET
+    rate_limit_per_second: float | UnsetType = UNSET
+    enabled: bool | UnsetType = UNSET
+
+
+class WebhooksFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The webhooks file's tables; each subscription is decoded on its own, so an error names it."""
+
+    subscriptions: tuple[dict[str, Any], ...] = ()
+    delivery: DeliveryPolicy = msgspec.field(default_factory=DeliveryPolicy)
+    sentiment: SentimentRule = msgspec.field(default_factory=SentimentRule)
+    custom: tuple[CustomFeed, ...] = ()
+
+
 def load_config(
     path: Path | None, env: Mapping[str, str] | None = None, resolve: Resolver | None = None
 ) -> WebhooksConfig:
     """Parse the webhooks TOML (None or a missing file: no subscriptions)."""
     if path is None or not path.exists():
         return WebhooksConfig()
-    with path.open("rb") as handle:
-        raw = tomllib.load(handle)
+    try:
+        raw = read_toml(path)
+    except ConfigFileError as error:
+        raise WebhookConfigError(str(error)) from None
     return parse_config(raw, os.environ if env is None else env, resolve)
 
 
@@ -215,98 +245,79 @@ def parse_config(
 ) -> WebhooksConfig:
     """The config in `raw`; every receiver URL checked as `check_url` does (a host that does not
     resolve now is accepted: each delivery checks it again)."""
-    table = _table(raw, "delivery")
-    if "allowed_hosts" in table:
-        table = {**table, "allowed_hosts": tuple(str(h).lower() for h in table["allowed_hosts"])}
-    delivery = _build(DeliveryPolicy, table, "[delivery]")
-    subs = tuple(
-        _subscription(entry, delivery, env, resolve) for entry in _array(raw, "subscriptions")
+    webhooks = _decode(raw, WebhooksFile, "webhooks file")
+    delivery = msgspec.structs.replace(
+        webhooks.delivery, allowed_hosts=tuple(h.lower() for h in webhooks.delivery.allowed_hosts)
     )
+    subs = tuple(_subscription(entry, delivery, env, resolve) for entry in webhooks.subscriptions)
     ids = [s.id for s in subs]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
         raise WebhookConfigError(f"subscription ids must be unique: {duplicated}")
-    custom = tuple(_custom(entry) for entry in _array(raw, "custom"))
     return WebhooksConfig(
         subscriptions=subs,
         delivery=delivery,
-        sentiment=_build(SentimentRule, _table(raw, "sentiment"), "[sentiment]"),
-        custom=custom,
+        sentiment=webhooks.sentiment,
+        custom=tuple(_custom(feed) for feed in webhooks.custom),
     )
 
 
-def _build(cls: type[T], values: dict[str, Any], where: str) -> T:
+def _decode(raw: object, into: type[T], where: str) -> T:
     try:
-        return cls(**values)
-    except TypeError as error:
-        raise WebhookConfigError(f"{where}: {error}") from None
-
-
-def _table(raw: Mapping[str, object], name: str) -> dict[str, Any]:
-    value = raw.get(name, {})
-    if not isinstance(value, dict):
-        raise WebhookConfigError(f"[{name}] must be a table")
-    return value
-
-
-def _array(raw: Mapping[str, object], name: str) -> list[dict[str, object]]:
-    value = raw.get(name, [])
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise WebhookConfigError(f"[[{name}]] must be an array of tables")
-    return value
+        return decode(raw, into, where)
+    except ConfigFileError as error:
+        raise WebhookConfigError(str(error)) from None
 
 
 def _subscription(
-    entry: dict[str, object],
+    raw: dict[str, Any],
     delivery: DeliveryPolicy,
     env: Mapping[str, str],
     resolve: Resolver | None,
 ) -> Subscription:
-    entry = dict(entry)
-    sub_id = str(entry.get("id", ""))
-    if not sub_id:
-        raise WebhookConfigError("every [[subscriptions]] entry needs an id")
-    secret_env = entry.pop("secret_env", None)
-    if secret_env is not None:
-        entry["secret"] = env.get(str(secret_env), "")
-    if not entry.get("secret"):
-        raise WebhookConfigError(f"subscription {sub_id!r}: a secret (or secret_env) is required")
+    where = f"subscription {raw.get('id', '')!r}"
+    entry = _decode(raw, SubscriptionEntry, where)
+    secret = entry.secret
+    if not isinstance(entry.secret_env, UnsetType):
+        secret = env.get(entry.secret_env, "")
+    if isinstance(secret, UnsetType) or not secret:
+        raise WebhookConfigError(f"{where}: a secret (or secret_env) is required")
     try:
-        secret_key(str(entry["secret"]))
+        secret_key(secret)
     except SecretError as error:
-        raise WebhookConfigError(f"subscription {sub_id!r}: {error}") from None
+        raise WebhookConfigError(f"{where}: {error}") from None
     try:
-        check_url(str(entry.get("url", "")), delivery, resolve)
+        check_url(entry.url, delivery, resolve)
     except UnresolvedHostError:
         pass  # judged at each delivery, when it resolves
     except UrlRefusedError as error:
-        raise UrlRefusedError(f"subscription {sub_id!r}: {error}") from None
-    for name in ("events", "markets", "symbols", "keywords", "strategies"):
-        entry[name] = tuple(str(v) for v in entry.get(name, ()))  # type: ignore[attr-defined]
-    entry["symbols"] = tuple(s.upper() for s in entry["symbols"])  # type: ignore[attr-defined]
-    entry["keywords"] = tuple(k.lower() for k in entry["keywords"])  # type: ignore[attr-defined]
-    entry.setdefault("customer", sub_id)
-    try:
-        sub = Subscription(**entry)  # type: ignore[arg-type]
-    except TypeError as error:
-        raise WebhookConfigError(f"subscription {sub_id!r}: {error}") from None
+        raise UrlRefusedError(f"{where}: {error}") from None
+    given = {
+        name: value
+        for name in ("customer", "timeout_seconds", "rate_limit_per_second", "enabled")
+        if not isinstance(value := getattr(entry, name), UnsetType)
+    }
+    sub = Subscription(
+        **{"customer": entry.id, **given},
+        id=entry.id,
+        url=entry.url,
+        secret=secret,
+        events=entry.events,
+        markets=entry.markets,
+        symbols=tuple(s.upper() for s in entry.symbols),
+        keywords=tuple(k.lower() for k in entry.keywords),
+        strategies=entry.strategies,
+    )
     if not sub.events:
-        raise WebhookConfigError(f"subscription {sub_id!r}: list at least one event type")
+        raise WebhookConfigError(f"{where}: list at least one event type")
     if sub.timeout_seconds <= 0 or sub.rate_limit_per_second <= 0:
-        raise WebhookConfigError(f"subscription {sub_id!r}: timeout and rate limit must be > 0")
+        raise WebhookConfigError(f"{where}: timeout and rate limit must be > 0")
     return sub
 
 
-def _custom(entry: dict[str, object]) -> CustomFeed:
-    key = entry.get("key")
-    if not entry.get("name") or not entry.get("table") or not isinstance(key, list) or not key:
+def _custom(feed: CustomFeed) -> CustomFeed:
+    if not feed.name or not feed.table or not feed.key:
         raise WebhookConfigError(
             "every [[custom]] entry needs name, table and a non-empty key list"
         )
-    symbol = entry.get("symbol_column", "symbol")
-    return CustomFeed(
-        name=str(entry["name"]),
-        table=str(entry["table"]),
-        key=tuple(str(k) for k in key),
-        symbol_column=None if symbol in (None, "") else str(symbol),
-    )
+    return msgspec.structs.replace(feed, symbol_column=feed.symbol_column or None)
