@@ -6,29 +6,31 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
-
-T = TypeVar("T")
 
 
 class ConfigFileError(ValueError):
     """A configuration file that cannot be read, or whose contents are not what it must hold."""
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """The parsed file (ConfigFileError naming the file when it is not TOML)."""
+def read_toml(path: Path, error: type[ConfigFileError] = ConfigFileError) -> dict[str, Any]:
+    """The parsed file (`error`, a domain's own ConfigFileError, naming the file when it is not
+    TOML)."""
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigFileError(f"{path}: {error}") from error
+    except tomllib.TOMLDecodeError as failure:
+        raise error(f"{path}: {failure}") from failure
 
 
-def decode(raw: object, into: type[T], where: str) -> T:
-    """`raw` (a parsed table) as `into`; ConfigFileError naming `where` and the offending key."""
+def decode(
+    raw: object, into: Any, where: str, error: type[ConfigFileError] = ConfigFileError
+) -> Any:
+    """`raw` (a parsed table) as `into` (a Struct, or a union of tagged Structs); `error` naming
+    `where` and the offending key."""
     try:
         return msgspec.convert(raw, into)
-    except msgspec.ValidationError as error:
-        raise ConfigFileError(f"{where}: {error}") from None
+    except msgspec.ValidationError as failure:
+        raise error(f"{where}: {failure}") from None

@@ -164,13 +164,10 @@ class MeteringMiddleware:
         return route
 
     def _cost(self, operation: str, scope: Scope) -> int:
-        """The up-front cost; the query string is parsed only for a query-scaled cost."""
-        rule = self.config.cost_rule(operation)
-        if isinstance(rule, int):
-            return rule
-        by_query = isinstance(rule, ScaledCost) and SCALED_BY[operation].source == "query"
-        query = _query(scope) if by_query else {}
-        return request_cost(self.config, operation, query, scope.get("path_params", {}))
+        """The up-front cost of a scaled route; the query string is parsed only when its
+        parameter comes from the query."""
+        query = _query(scope) if SCALED_BY[operation].source == "query" else _NO_PARAMS
+        return request_cost(self.config, operation, query, scope.get("path_params", _NO_PARAMS))
 
     def _entitled(self, plan: str, scope: Scope) -> bool:
         market = (scope.get("path_params") or _NO_PARAMS).get("market")

@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 import msgspec
@@ -28,10 +28,7 @@ EVENT_TYPES: tuple[str, ...] = (
 """Every built-in event type; custom feeds add `custom.<name>`."""
 
 
-T = TypeVar("T")
-
-
-class WebhookConfigError(ValueError):
+class WebhookConfigError(ConfigFileError):
     """The webhooks file is invalid; the message names the entry and what is wrong."""
 
 
@@ -233,10 +230,7 @@ def load_config(
     """Parse the webhooks TOML (None or a missing file: no subscriptions)."""
     if path is None or not path.exists():
         return WebhooksConfig()
-    try:
-        raw = read_toml(path)
-    except ConfigFileError as error:
-        raise WebhookConfigError(str(error)) from None
+    raw = read_toml(path, WebhookConfigError)
     return parse_config(raw, os.environ if env is None else env, resolve)
 
 
@@ -245,7 +239,7 @@ def parse_config(
 ) -> WebhooksConfig:
     """The config in `raw`; every receiver URL checked as `check_url` does (a host that does not
     resolve now is accepted: each delivery checks it again)."""
-    webhooks = _decode(raw, WebhooksFile, "webhooks file")
+    webhooks: WebhooksFile = decode(raw, WebhooksFile, "webhooks file", WebhookConfigError)
     delivery = msgspec.structs.replace(
         webhooks.delivery, allowed_hosts=tuple(h.lower() for h in webhooks.delivery.allowed_hosts)
     )
@@ -262,13 +256,6 @@ def parse_config(
     )
 
 
-def _decode(raw: object, into: type[T], where: str) -> T:
-    try:
-        return decode(raw, into, where)
-    except ConfigFileError as error:
-        raise WebhookConfigError(str(error)) from None
-
-
 def _subscription(
     raw: dict[str, Any],
     delivery: DeliveryPolicy,
@@ -276,7 +263,7 @@ def _subscription(
     resolve: Resolver | None,
 ) -> Subscription:
     where = f"subscription {raw.get('id', '')!r}"
-    entry = _decode(raw, SubscriptionEntry, where)
+    entry: SubscriptionEntry = decode(raw, SubscriptionEntry, where, WebhookConfigError)
     secret = entry.secret
     if not isinstance(entry.secret_env, UnsetType):
         secret = env.get(entry.secret_env, "")

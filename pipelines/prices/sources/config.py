@@ -109,33 +109,28 @@ def load_sources(settings: PipelineSettings) -> SourceRegistry:
         source = FileDropSource(settings.embedded_dir)
         return SourceRegistry(dict.fromkeys(MARKETS, source), embedded=True)
     path = settings.sources_config
-    return registry_from_toml(read_toml(path), path)
+    return registry_from_toml(read_toml(path, SourcesConfigError), path)
 
 
 def registry_from_toml(document: Mapping[str, Any], path: Path) -> SourceRegistry:
     """Build every market's connector from a parsed sources document (see config/sources.example.toml)."""
-    try:
-        sources_file = decode(document, SourcesFile, str(path))
-    except ConfigFileError as error:
-        raise SourcesConfigError(str(error)) from None
+    sources_file: SourcesFile = decode(document, SourcesFile, str(path), SourcesConfigError)
     missing = [m for m in MARKETS if m not in sources_file.markets]
     if missing:
         raise SourcesConfigError(f"{path}: no [markets.<name>] table for {missing}")
     http = HttpFetcher(sources_file.http)
-    markets = {m: _market_table(sources_file.markets[m], f"{path}: [markets.{m}]") for m in MARKETS}
+    markets: dict[str, MarketTable] = {
+        m: decode(
+            sources_file.markets[m], MarketTable, f"{path}: [markets.{m}]", SourcesConfigError
+        )
+        for m in MARKETS
+    }
     sources = {m: build_source(m, markets[m], path, http) for m in MARKETS}
     freshness = {
         m: DEFAULT_FRESHNESS_DAYS[m] if (days := markets[m].freshness_days) is UNSET else days
         for m in MARKETS
     }
     return SourceRegistry(sources, freshness)
-
-
-def _market_table(table: dict[str, Any], where: str) -> MarketTable:
-    try:
-        return decode(table, MarketTable, where)  # type: ignore[arg-type]  # a union of Structs
-    except ConfigFileError as error:
-        raise SourcesConfigError(str(error)) from None
 
 
 def build_source(market: str, table: MarketTable, path: Path, http: HttpFetcher) -> PriceSource:

@@ -151,3 +151,26 @@ def test_config_rejects_unknown_fields(tmp_path: Path) -> None:
     path.write_text('upgrade_url = "u"\nbogus = 1\n[plans]\n[costs]\n')
     with pytest.raises(MeteringConfigError):
         load_config(path)
+
+
+def test_a_scaled_cost_of_an_operation_without_a_bounded_parameter_is_a_config_error(
+    tmp_path: Path,
+) -> None:
+    """Which parameter a scaled cost follows is the API's (api/params.py SCALED_BY), not the file's."""
+    path = tmp_path / "metering.toml"
+    path.write_text(
+        'upgrade_url = "u"\n[plans]\n[costs]\nping = 1\n'
+        "[costs.list-symbols]\nsteps = [[10, 1]]\notherwise = 2\n"
+    )
+    with pytest.raises(MeteringConfigError, match="list-symbols"):
+        load_config(path)
+
+
+def test_a_scaled_cost_refuses_the_keys_the_api_now_defines(tmp_path: Path) -> None:
+    path = tmp_path / "metering.toml"
+    path.write_text(
+        'upgrade_url = "u"\n[plans]\n[costs.get-recent-briefs]\n'
+        'param = "limit"\nsteps = [[10, 3]]\notherwise = 8\n'
+    )
+    with pytest.raises(MeteringConfigError, match="param"):
+        load_config(path)

@@ -18,7 +18,7 @@ from litestar.response import Stream
 
 from api.auth import AuthenticationMiddleware
 from api.metering import MeteringMiddleware, report_points
-from api.metering.config import MeteringConfig
+from api.metering.config import Limits, MeteringConfig
 from api.metering.model import key_id_of
 from api.metering.plugin import MeteringPlugin
 from api.metering.store import MeteringStore, open_store
@@ -368,6 +368,24 @@ async def test_301st_request_in_a_minute_is_429_with_retry_after_and_no_charge(
     assert response.headers["retry-after"] == "40"
     assert tokens(response)["x-tokens-cost"] == 0
     assert tokens(response)["x-tokens-remaining"] == 250_000 - 300
+
+
+async def test_the_429_message_names_the_configured_limits(
+    store_url: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """An operator's [limits] are what a refused client reads, not the defaults."""
+    tight = msgspec.structs.replace(config, limits=Limits(requests_per_window=2, window_seconds=30))
+    store = open_store(store_url, tight, clock)
+    try:
+        key = await store.create_key("quant")
+        async with serving(store, tight) as client:
+            for _ in range(2):
+                assert (await client.get("/api/v1/ping", headers=bearer(key))).status_code == 200
+            response = await client.get("/api/v1/ping", headers=bearer(key))
+    finally:
+        await store.close()
+    assert response.status_code == 429
+    assert response.json()["message"] == "rate limit exceeded: at most 2 requests per 30 seconds"
 
 
 async def test_11th_simultaneous_request_is_429(

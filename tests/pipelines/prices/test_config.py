@@ -106,3 +106,19 @@ def test_a_binance_page_limit_outside_1_to_1000_is_refused_naming_the_setting(
     assert f"page_limit = {page_limit}" in text
     with pytest.raises(SourcesConfigError, match=r"\[markets\.crypto\] page_limit = "):
         load_sources(settings(tmp_path, write(tmp_path, text)))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (FILE_DROPS + "[marketz.crypto]\nkind = 'ecb'\n", r"unknown field `marketz`"),
+        (FILE_DROPS + "[http\n", r"sources.toml: "),
+        (FILE_DROPS + "[http]\ntimeout_seconds = 'soon'\n", r"Expected `float`.*\$.http.timeout"),
+    ],
+    ids=["unknown top-level table", "not TOML", "wrong type"],
+)
+def test_a_malformed_sources_file_is_refused_naming_the_file(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(SourcesConfigError, match=message):
+        load_sources(settings(tmp_path, write(tmp_path, text)))

@@ -152,3 +152,17 @@ def test_the_example_file_loads() -> None:
     )
     assert {s.id for s in config.subscriptions} >= {"acme-news"}
     assert all(s.url.startswith("https://") for s in config.subscriptions)
+
+
+def test_a_malformed_webhooks_file_is_refused_naming_where(tmp_path: Path) -> None:
+    with pytest.raises(WebhookConfigError, match=r"unknown field `max_attempt` - at `\$.delivery`"):
+        parse_config({"delivery": {"max_attempt": 3}}, {})
+    raw = _raw("https://x.example/h", timeout_seconds="soon")
+    with pytest.raises(WebhookConfigError, match=r"subscription 'acme': Expected `float`"):
+        parse_config(raw, {})
+    with pytest.raises(WebhookConfigError, match="non-empty key list"):
+        parse_config({"custom": [{"name": "n", "table": "t", "key": []}]}, {})
+    path = tmp_path / "webhooks.toml"
+    path.write_text("[delivery\n")
+    with pytest.raises(WebhookConfigError, match="webhooks.toml"):
+        load_config(path)
