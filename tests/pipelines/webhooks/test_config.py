@@ -164,5 +164,5 @@ def test_a_malformed_webhooks_file_is_refused_naming_where(tmp_path: Path) -> No
         parse_config({"custom": [{"name": "n", "table": "t", "key": []}]}, {})
     path = tmp_path / "webhooks.toml"
     path.write_text("[delivery\n")
-    with pytest.raises(WebhookConfigError, match="webhooks.toml"):
+    with pytest.raises(WebhookConfigError, match=r"webhooks\.toml"):
         load_config(path)
