@@ -23,6 +23,8 @@ from api.routes import V2_CONTROLLERS
 from api.routes.system import SystemController
 from api.settings import ApiSettings, load_settings
 from api.warehouse import DuckDBWarehouseReader, WarehouseReader
+from api.warehouse.files import FileCache
+from pipelines.catalog import LocalStorage
 
 
 def create_app(
@@ -37,9 +39,7 @@ def create_app(
     `health_checks` adds a `/api/v1/status` check per extra datastore; `plugins` (Litestar init
     plugins) add cross-cutting concerns with their own middleware and lifespan, e.g. metering.
     """
-    reader = reader or DuckDBWarehouseReader(
-        settings.warehouse_dir, poll_interval=settings.manifest_poll_seconds
-    )
+    reader = reader or _warehouse_reader(settings)
     health = Health(
         checks=(
             WarehouseCheck(reader),
@@ -68,6 +68,16 @@ def create_app(
         plugins=list(plugins),
         debug=False,
     )
+
+
+def _warehouse_reader(settings: ApiSettings) -> DuckDBWarehouseReader:
+    storage = settings.warehouse
+    files = (
+        None  # read in place
+        if isinstance(storage, LocalStorage)
+        else FileCache(storage, settings.cache_dir, settings.warehouse_cache_bytes)
+    )
+    return DuckDBWarehouseReader(storage, poll_interval=settings.manifest_poll_seconds, files=files)
 
 
 def _openapi_config(settings: ApiSettings) -> OpenAPIConfig:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from api.warehouse.files import DEFAULT_CACHE_BYTES
 from pipelines.catalog import MANIFEST_NAME, MARKETS, LocalStorage, S3Location, open_storage
 
 API_VERSION = "1.0.0"
@@ -33,6 +34,11 @@ class ApiSettings:
     warehouse from object storage instead of `<data_dir>/warehouse` (a path is a local root)."""
     s3_endpoint_url: str | None = None
     """An S3-compatible endpoint for `warehouse_url` (`MI_S3_ENDPOINT_URL`); None: AWS S3."""
+    warehouse_cache_dir: Path | None = None
+    """Where a worker keeps the files it fetched from an object-storage warehouse
+    (`MI_WAREHOUSE_CACHE_DIR`; None: `<data_dir>/cache/warehouse`)."""
+    warehouse_cache_bytes: int = DEFAULT_CACHE_BYTES
+    """The bound of each worker's disk cache (`MI_WAREHOUSE_CACHE_MB`)."""
 
     @property
     def warehouse(self) -> LocalStorage | S3Location:
@@ -46,6 +52,11 @@ class ApiSettings:
         """What the app's reader watches: the local warehouse directory, or the S3 location."""
         storage = self.warehouse
         return storage.root if isinstance(storage, LocalStorage) else storage
+
+    @property
+    def cache_dir(self) -> Path:
+        """The warehouse file cache's directory (each worker process takes a slot in it)."""
+        return self.warehouse_cache_dir or self.data_dir / "cache" / "warehouse"
 
     @property
     def manifest_path(self) -> Path:
@@ -68,11 +79,14 @@ def parse_markets(raw: str) -> tuple[str, ...]:
 
 def load_settings(env: Mapping[str, str] | None = None) -> ApiSettings:
     """Read `MI_DATA_DIR`, `MI_LIVE_MARKETS`, `MI_MATERIALIZATION_MAX_AGE_HOURS`,
-    `MI_MANIFEST_POLL_SECONDS`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL`."""
+    `MI_MANIFEST_POLL_SECONDS`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL`, `MI_WAREHOUSE_CACHE_DIR`,
+    `MI_WAREHOUSE_CACHE_MB`."""
     env = os.environ if env is None else env
     markets = env.get("MI_LIVE_MARKETS")
     max_age = env.get("MI_MATERIALIZATION_MAX_AGE_HOURS")
     poll = env.get("MI_MANIFEST_POLL_SECONDS")
+    cache_dir = env.get("MI_WAREHOUSE_CACHE_DIR")
+    cache_mb = env.get("MI_WAREHOUSE_CACHE_MB")
     defaults = ApiSettings(data_dir=Path("data"))
     return ApiSettings(
         data_dir=Path(env.get("MI_DATA_DIR", "data")).resolve(),
@@ -83,4 +97,20 @@ def load_settings(env: Mapping[str, str] | None = None) -> ApiSettings:
         manifest_poll_seconds=float(poll) if poll else defaults.manifest_poll_seconds,
         warehouse_url=env.get("MI_WAREHOUSE_URL") or None,
         s3_endpoint_url=env.get("MI_S3_ENDPOINT_URL") or None,
+        warehouse_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
+        warehouse_cache_bytes=(
+            _megabytes("MI_WAREHOUSE_CACHE_MB", cache_mb)
+            if cache_mb
+            else defaults.warehouse_cache_bytes
+        ),
     )
+
+
+def _megabytes(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: {raw!r} is not a whole number of MiB") from None
+    if value <= 0:
+        raise ValueError(f"{name}: must be a positive number of MiB, not {value}")
+    return value << 20

@@ -1,13 +1,14 @@
-"""The DuckDB warehouse reader: in-memory views over exactly one manifest version's Parquet files."""
+"""The DuckDB warehouse reader: views over exactly one manifest version's Parquet files, swapped whole."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+import weakref
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -17,10 +18,10 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from api.warehouse.files import FileCache, InPlaceFiles, LocalFile, VersionFiles
 from api.warehouse.reader import QueryParams, WarehouseUnavailable
 from pipelines.catalog import TABLES, LocalStorage, Manifest, WarehouseStorage
 from pipelines.catalog.sql import quote_identifier, view_sql
-from pipelines.catalog.storage import read_files
 
 logger = logging.getLogger(__name__)
 
@@ -40,30 +41,28 @@ class DuckDBSnapshot:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, warehouse: Path | WarehouseStorage, manifest: Manifest) -> DuckDBSnapshot:
-        """Create one view or table per catalog table and check every file against the manifest.
+    def open(cls, manifest: Manifest, files: Mapping[str, LocalFile]) -> DuckDBSnapshot:
+        """One view per catalog table over the version's local files (`files`, by manifest path).
 
-        A local warehouse is viewed in place (`read_parquet` over the manifest's files); one on
-        object storage is loaded: every file of the version is fetched once into arrow and copied
-        into the snapshot's in-memory database, so requests never wait on the network.
+        Nothing is copied: DuckDB reads the Parquet files where they lie at each query. Every
+        file's row count (from its footer, read once per file by `VersionFiles`) must be the
+        manifest's, or the version is refused.
         """
-        storage = LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
         connection = duckdb.connect(":memory:")
         try:
-            if isinstance(storage, LocalStorage):
-                for name in sorted(TABLES):
-                    _create_view(connection, storage.root, manifest, name)
-            else:
-                _load_tables(connection, storage, manifest)
+            for name in sorted(TABLES):
+                paths = _checked_paths(manifest, name, files)
+                connection.execute(view_sql(TABLES[name], paths))
         except duckdb.Error as exc:
             connection.close()
             raise WarehouseUnavailable(f"manifest version {manifest.version}: {exc}") from exc
-        except (OSError, pa.ArrowException) as exc:
-            connection.close()
-            raise WarehouseUnavailable(
-                f"manifest version {manifest.version}: cannot read {storage.url}: {exc}"
-            ) from exc
         return cls(manifest, connection)
+
+    @classmethod
+    def in_place(cls, warehouse_dir: Path, manifest: Manifest) -> DuckDBSnapshot:
+        """The snapshot of a local warehouse's `manifest` (for tools and tests)."""
+        files = InPlaceFiles(LocalStorage(warehouse_dir)).localize(served_files(manifest))
+        return cls.open(manifest, files.files)
 
     @property
     def manifest(self) -> Manifest:
@@ -99,14 +98,22 @@ class DuckDBSnapshot:
         return cursor
 
 
-def _create_view(
-    connection: duckdb.DuckDBPyConnection, warehouse_dir: Path, manifest: Manifest, name: str
-) -> None:
-    """The catalog's view of table `name` over the manifest's files (no file: no rows)."""
-    files = [str((warehouse_dir / path).resolve()) for path in manifest.files(name)]
-    connection.execute(view_sql(TABLES[name], files))
-    if files:
-        _check_rows(connection, manifest, name)
+def served_files(manifest: Manifest) -> list[str]:
+    """The files of the catalog's tables in `manifest` (the pipeline's internal state tables are
+    never served, so never fetched)."""
+    return [path for name in sorted(TABLES) for path in manifest.files(name)]
+
+
+def _checked_paths(manifest: Manifest, name: str, files: Mapping[str, LocalFile]) -> list[str]:
+    paths = []
+    for key, entry in sorted(manifest.tables.get(name, {}).items()):
+        local = files[entry.path]
+        if local.rows != entry.rows:
+            raise duckdb.InvalidInputException(
+                f"{name}/{key}: {local.rows} rows, manifest says {entry.rows}"
+            )
+        paths.append(local.path)
+    return paths
 
 
 def _check_rows(connection: duckdb.DuckDBPyConnection, manifest: Manifest, name: str) -> None:
@@ -117,51 +124,25 @@ def _check_rows(connection: duckdb.DuckDBPyConnection, manifest: Manifest, name:
         raise duckdb.InvalidInputException(f"{name}: {found} rows, manifest says {expected}")
 
 
-LOAD_THREADS = 8
-"""Objects fetched at once while loading a version from object storage."""
+@dataclass(frozen=True, slots=True)
+class VersionLoad:
+    """What switching to a version cost this worker."""
 
-
-def _load_tables(
-    connection: duckdb.DuckDBPyConnection, storage: WarehouseStorage, manifest: Manifest
-) -> None:
-    # Every file of the catalog's tables in exactly this manifest, fetched in parallel (the
-    # pipeline's internal state tables are never served, so never fetched); a file whose row count
-    # differs from the manifest's refuses the whole version, as locally.
-    entries = [
-        (name, market, entry)
-        for name, partitions in sorted(manifest.tables.items())
-        if name in TABLES
-        for market, entry in sorted(partitions.items())
-    ]
-    filesystem = storage.filesystem()  # one client for every object (it is thread-safe)
-    with ThreadPoolExecutor(LOAD_THREADS) as pool:
-        fetched = list(pool.map(lambda e: read_files(storage, [e[2].path], filesystem)[0], entries))  # fmt: skip
-    by_table: dict[str, list[pa.Table]] = {}
-    for (name, market, entry), table in zip(entries, fetched, strict=True):
-        if table.num_rows != entry.rows:
-            raise duckdb.InvalidInputException(
-                f"{name}/{market}: {table.num_rows} rows, manifest says {entry.rows}"
-            )
-        by_table.setdefault(name, []).append(table)
-    for name in sorted(TABLES):
-        tables = by_table.get(name)
-        source = (
-            pa.concat_tables(tables, promote_options="permissive")
-            if tables
-            else TABLES[name].empty().to_arrow()
-        )
-        connection.register("_load", source)
-        connection.execute(f"CREATE TABLE {quote_identifier(name)} AS SELECT * FROM _load")
-        connection.unregister("_load")
+    version: int
+    seconds: float
+    fetched_files: int
+    fetched_bytes: int
 
 
 class DuckDBWarehouseReader:
-    """Watches the manifest and swaps immutable snapshots; requests never touch the filesystem.
+    """Watches the manifest and swaps immutable snapshots; requests never touch the manifest.
 
-    `current()` is a plain attribute read, safe on the event loop. `refresh()` (blocking) stats the
-    manifest and, only when it changed, loads the new version into a fresh snapshot before swapping
-    the reference, so a reader sees the old version or the new one and never a mix. A version whose
-    files cannot be read is not swapped in: the previous one keeps serving and `failure` says why.
+    `current()` is a plain attribute read, safe on the event loop. `refresh()` (blocking, run in a
+    worker thread by `running`) stats the manifest and, only when it changed, prepares the new
+    version's snapshot (its files localized: read in place, or fetched once into the disk cache)
+    before swapping the reference in one step, so a reader sees the old version or the new one and
+    never a mix, and requests never wait for a swap. A version whose files cannot be read is not
+    swapped in: the previous one keeps serving and `failure` says why.
     """
 
     def __init__(
@@ -170,14 +151,25 @@ class DuckDBWarehouseReader:
         *,
         poll_interval: float = 1.0,
         retry_seconds: float = 30.0,
+        files: VersionFiles | None = None,
     ) -> None:
+        """`files`: where an object-storage warehouse's files are cached (default: a temporary
+        directory of its own, removed on `close`); a local warehouse is always read in place."""
         self.storage: WarehouseStorage = (
             LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
+        )
+        self.files: VersionFiles = files or (
+            InPlaceFiles(self.storage)
+            if isinstance(self.storage, LocalStorage)
+            else FileCache.temporary(self.storage)
         )
         self.poll_interval = poll_interval
         self.retry_seconds = retry_seconds
         """A version that failed to load is tried again after this long (a network blip)."""
+        self.last_load: VersionLoad | None = None
         self._snapshot: DuckDBSnapshot | None = None
+        self._live: weakref.WeakSet[DuckDBSnapshot] = weakref.WeakSet()
+        """Every snapshot a request may still hold: their files must stay readable."""
         self._failure: str | None = None
         self._failed_at = 0.0
         self._seen: str | None = ""
@@ -232,6 +224,7 @@ class DuckDBWarehouseReader:
         snapshot, self._snapshot = self._snapshot, None
         if snapshot is not None:
             snapshot.close()
+        self.files.close()
 
     async def _watch(self) -> None:
         while True:
@@ -248,11 +241,29 @@ class DuckDBWarehouseReader:
         if current is not None and current.version == manifest.version:
             return False
         started = time.perf_counter()
-        self._snapshot = DuckDBSnapshot.open(self.storage, manifest)
+        try:
+            localized = self.files.localize(served_files(manifest))
+        except (OSError, pa.ArrowException) as exc:
+            raise WarehouseUnavailable(
+                f"manifest version {manifest.version}: cannot read {self.storage.url}: {exc}"
+            ) from exc
+        snapshot = DuckDBSnapshot.open(manifest, localized.files)
+        self._live.add(snapshot)
+        self._snapshot = snapshot  # the swap: one reference assignment
+        del current  # from here only requests still in flight keep the old snapshot alive
+        self.files.release({path for live in list(self._live) for path in served_files(live.manifest)})  # fmt: skip
+        self.last_load = VersionLoad(
+            manifest.version,
+            time.perf_counter() - started,
+            localized.fetched_files,
+            localized.fetched_bytes,
+        )
         logger.info(
-            "warehouse data version %s loaded from %s in %.2f s",
+            "warehouse data version %s loaded from %s in %.3f s (%d files, %d bytes fetched)",
             manifest.version,
             self.storage.url,
-            time.perf_counter() - started,
+            self.last_load.seconds,
+            localized.fetched_files,
+            localized.fetched_bytes,
         )
         return True

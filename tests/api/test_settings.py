@@ -49,3 +49,18 @@ def test_thresholds_are_configurable() -> None:
     )
     assert settings.materialization_max_age.total_seconds() == 7200
     assert settings.manifest_poll_seconds == 0.5
+
+
+def test_the_warehouse_cache_lives_under_the_data_dir_unless_configured(tmp_path: Path) -> None:
+    settings = load_settings({"MI_DATA_DIR": str(tmp_path)})
+    assert settings.cache_dir == tmp_path / "cache" / "warehouse"
+    assert settings.warehouse_cache_bytes == 4096 << 20
+    moved = load_settings({"MI_WAREHOUSE_CACHE_DIR": str(tmp_path / "ssd"), "MI_WAREHOUSE_CACHE_MB": "64"})  # fmt: skip
+    assert moved.cache_dir == tmp_path / "ssd"
+    assert moved.warehouse_cache_bytes == 64 << 20
+
+
+@pytest.mark.parametrize("raw", ["lots", "0", "-5", "1.5"])
+def test_the_cache_bound_must_be_a_positive_whole_number_of_mib(raw: str) -> None:
+    with pytest.raises(ValueError, match="MI_WAREHOUSE_CACHE_MB"):
+        load_settings({"MI_WAREHOUSE_CACHE_MB": raw})

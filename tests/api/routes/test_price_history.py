@@ -185,7 +185,7 @@ def test_price_history_query_on_random_series_equals_the_oracle(
     warehouse.publish(daily_prices=prices_frame(closes) if closes else prices_frame([1.0]).clear())
     manifest = read_manifest(warehouse.root)
     assert manifest is not None
-    snapshot = DuckDBSnapshot.open(warehouse.root, manifest)
+    snapshot = DuckDBSnapshot.in_place(warehouse.root, manifest)
     try:
         params = [p for p in ("crypto", "BTC", start, end, limit) if p is not None]
         found = asyncio.run(snapshot.fetch(price_sql(start, end, limit), params)).to_dicts()

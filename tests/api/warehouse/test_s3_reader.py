@@ -1,9 +1,9 @@
 """The API reads an s3:// warehouse (moto's S3 server on a loopback port) exactly as a local one.
 
 Rules: `MI_WAREHOUSE_URL` chooses the storage for the API as for the pipeline; the reader polls the
-manifest with a HEAD (no body while nothing changed), loads a new version from exactly that
-manifest's objects into the snapshot's in-memory database and swaps it in atomically; a version
-whose objects cannot be read is not served.
+manifest with a HEAD (no body while nothing changed), fetches only the objects of a new version it
+has not fetched before into its disk cache, views them in place and swaps the snapshot in
+atomically; a version whose objects cannot be read is not served.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.settings import ApiSettings, load_settings
 from api.warehouse import DuckDBWarehouseReader, WarehouseSnapshot
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, Manifest, S3Location
+from api.warehouse.files import FileCache
+from pipelines.catalog import BRIEFS, DAILY_PRICES, INSTRUMENTS, Manifest, S3Location
 from pipelines.warehouse.object_store import ObjectWarehouse
 from tests.api.conftest import price_frame
 from tests.s3 import moto_endpoint, new_bucket
@@ -122,6 +123,60 @@ def test_a_version_whose_object_is_gone_is_not_swapped_in(location: S3Location) 
     assert reader.refresh() is True
     assert reader.data_version == second.version
     assert reader.failure is None
+    reader.close()
+
+
+def test_a_version_that_changed_one_table_fetches_only_its_new_file(
+    location: S3Location, tmp_path: Path
+) -> None:
+    store = ObjectWarehouse(location)
+    store.write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0]))
+    store.write(INSTRUMENTS, "crypto", INSTRUMENTS.empty())
+    reader = DuckDBWarehouseReader(location, files=FileCache(location, tmp_path / "cache"))
+    assert reader.refresh() is True
+    assert reader.last_load is not None
+    assert reader.last_load.fetched_files == 2
+    news = store.write(BRIEFS, "crypto", BRIEFS.empty())  # a news-only version
+    assert reader.refresh() is True
+    assert reader.last_load.version == news.version
+    assert reader.last_load.fetched_files == 1
+    [brief_file] = news_manifest_files(reader, "briefs")
+    assert reader.last_load.fetched_bytes == (tmp_path / "cache/slot-0" / brief_file).stat().st_size
+    assert closes(reader.current()) == [1.0, 2.0]
+    reader.close()
+
+
+def news_manifest_files(reader: DuckDBWarehouseReader, table: str) -> list[str]:
+    snapshot = reader.current()
+    assert snapshot is not None
+    return snapshot.manifest.files(table)
+
+
+def test_a_snapshot_copies_no_data_it_views_the_cached_files(location: S3Location) -> None:
+    ObjectWarehouse(location).write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0]))
+    reader = DuckDBWarehouseReader(location)
+    reader.refresh()
+    snapshot = reader.current()
+    assert snapshot is not None
+    assert snapshot.query("SELECT * FROM duckdb_tables()").is_empty()
+    views = snapshot.query("SELECT view_name FROM duckdb_views() WHERE NOT internal")
+    assert "daily_prices" in views["view_name"].to_list()
+    reader.close()
+
+
+def test_a_truncated_object_refuses_the_version(location: S3Location) -> None:
+    store = ObjectWarehouse(location)
+    store.write(DAILY_PRICES, "crypto", price_frame([1.0]))
+    reader = DuckDBWarehouseReader(location)
+    reader.refresh()
+    served = reader.data_version
+    second = store.write(DAILY_PRICES, "crypto", price_frame([2.0, 3.0]))
+    body = _parquet(DAILY_PRICES.conform(price_frame([2.0, 3.0])))
+    client = boto3.client("s3", endpoint_url=location.endpoint_url, region_name="us-east-1")
+    client.put_object(Bucket=location.bucket, Key=second.path.split("/", 3)[3], Body=body[:-100])
+    assert reader.refresh() is False
+    assert reader.data_version == served
+    assert reader.failure is not None
     reader.close()
 
 
