@@ -1,4 +1,4 @@
-"""`python -m benchmarks [--only api,metering,analytics,pipeline,sentiment]`: one table, also written as JSON."""
+"""`python -m benchmarks [--only api,metering,analytics,pipeline,sentiment,versions]`: one table, also written as JSON."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ from benchmarks.pipeline import (
 )
 from benchmarks.sentiment import sentiment_section
 from benchmarks.serving import LoadPlan, Workspace, api_section, metering_section
+from benchmarks.versions import versions_section
 
-SECTIONS = ("analytics", "api", "metering", "pipeline", "sentiment")
+SECTIONS = ("analytics", "api", "metering", "pipeline", "sentiment", "versions")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -134,6 +135,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
             args.executors or None,
         ),
         "sentiment": sentiment_section,
+        "versions": lambda: versions_section(scratch),
     }
     info: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
