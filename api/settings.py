@@ -35,10 +35,10 @@ class ApiSettings:
     s3_endpoint_url: str | None = None
     """An S3-compatible endpoint for `warehouse_url` (`MI_S3_ENDPOINT_URL`); None: AWS S3."""
     warehouse_cache_dir: Path | None = None
-    """Where a worker keeps the files it fetched from an object-storage warehouse
+    """Where the host's workers keep the files they fetched from an object-storage warehouse
     (`MI_WAREHOUSE_CACHE_DIR`; None: `<data_dir>/cache/warehouse`)."""
     warehouse_cache_bytes: int = DEFAULT_CACHE_BYTES
-    """The bound of each worker's disk cache (`MI_WAREHOUSE_CACHE_MB`)."""
+    """The bound of that disk cache (`MI_WAREHOUSE_CACHE_MB`)."""
 
     @property
     def warehouse(self) -> LocalStorage | S3Location:
@@ -55,7 +55,7 @@ class ApiSettings:
 
     @property
     def cache_dir(self) -> Path:
-        """The warehouse file cache's directory (each worker process takes a slot in it)."""
+        """The warehouse file cache's directory (shared by the host's worker processes)."""
         return self.warehouse_cache_dir or self.data_dir / "cache" / "warehouse"
 
     @property

@@ -4,8 +4,8 @@ For each warehouse (the embedded market, and 5,000 instruments), on moto's S3 se
 process: a first load (`mi materialize` with `MI_WAREHOUSE_URL=s3://…`), then `mi serve` with two
 workers (metering off: only the reader is measured) over it, and:
 - a news refresh (`mi materialize --job news` a week on), which commits a version that changed
-  only the news tables: each worker's switch time and bytes fetched (from its log line), against
-  the bytes of the files that version added;
+  only the news tables: each worker's switch time, and the bytes the workers fetched (from their
+  log lines) against the bytes of the files that version added (the host fetches each once);
 - each worker's RSS against the size of the version's files (its cache dir's size too);
 - the p99 of a cheap route (list-symbols) while versions land every 2 s (a table rewritten by an
   `ObjectWarehouse` commit, as a news refresh would) against the same route with none, in
@@ -250,8 +250,8 @@ def _measure(
     return [
         Figure("versions", f"versions: news-only version, switch per worker, {label}", "s",
                max(s.seconds for s in loads), goal=SWITCH_GOAL, details=details),
-        Figure("versions", f"versions: news-only version, bytes fetched per worker, {label}",
-               "bytes", max(s.bytes for s in loads), sum(added.values()),
+        Figure("versions", f"versions: news-only version, bytes fetched by the host's workers, {label}",
+               "bytes", sum(s.bytes for s in loads), sum(added.values()),
                "bytes of the files the version added", FETCH_GOAL),
         Figure("versions", f"versions: worker RSS, {label}", "MiB", max(rss), whole,
                "size of the version's files", details={"cache_mib": round(cache, 1)}),

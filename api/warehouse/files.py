@@ -9,14 +9,15 @@ then reads the files where they lie (views), so a worker's memory does not grow 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import shutil
 import tempfile
 import threading
-import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -95,23 +96,23 @@ class InPlaceFiles:
         self._rows.clear()
 
 
-@dataclass(slots=True)
-class _Cached:
-    path: Path
-    size: int
-    rows: int | None
-    last_used: float
-
-
 class FileCache:
-    """A worker's disk cache of an object-storage warehouse's files, keyed by manifest path.
+    """The host's disk cache of an object-storage warehouse's files, shared by its worker processes.
 
-    Bounded by `max_bytes` on disk: after each version the least recently used files that no live
-    version uses are evicted until the cache fits (files a live version uses are never evicted; if
-    they alone exceed the bound, the cache holds them and says so). Several worker processes share
-    one directory through slots: each process locks a slot of its own (`slot-<n>`, an `flock` held
-    for its lifetime), so no worker evicts a file another is reading, and a restarted worker takes
-    a free slot with its files still warm.
+    Layout under the cache directory:
+
+        objects/<manifest path>     the shared copies: each object is fetched once per host
+        locks/<hash>.lock           held (flock) by the process fetching that object
+        slot-<n>.lock               held (flock) by one worker process for its life
+        slot-<n>/<manifest path>    hard links to the objects that worker's live versions use
+
+    A worker reads its own hard links, so no other process can take a file from under it: eviction
+    removes only shared copies no slot links (link count 1), least recently used first, until the
+    shared copies fit `max_bytes`; copies a live version uses are never evicted (if they alone
+    exceed the bound, the cache holds them and says so). A worker that finds an object already
+    fetched links it (no fetch); two workers needing the same new object wait on its lock, so one
+    fetches it. A worker's slot keeps only what its live versions use; a restarted worker takes a
+    free slot and relinks what the host still holds.
     """
 
     def __init__(
@@ -125,12 +126,17 @@ class FileCache:
         self._storage = storage
         self._filesystem: pafs.FileSystem | None = None
         self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._root = directory
+        self.root = directory
+        self.objects = directory / "objects"
+        self._locks = directory / "locks"
         self._temporary = temporary
+        self._lock = threading.Lock()
         self._fetchers = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="warehouse-fetch")
         self._slot_lock, self.directory = _claim_slot(directory)
-        self._index = _scan(self.directory)
+        for path in (self.objects, self._locks):
+            path.mkdir(parents=True, exist_ok=True)
+        self._linked: set[str] = set()
+        self._rows: dict[str, int] = {}
 
     @classmethod
     def temporary(
@@ -142,71 +148,158 @@ class FileCache:
 
     @property
     def size(self) -> int:
-        """Bytes on disk."""
-        with self._lock:
-            return sum(entry.size for entry in self._index.values())
+        """Bytes of the shared copies on disk (a hard link takes no more)."""
+        return sum(copy.size for copy in _copies(self.objects))
 
     def localize(self, relatives: Sequence[str]) -> Localized:
-        now = time.monotonic()
         with self._lock:
-            missing = [r for r in dict.fromkeys(relatives) if r not in self._index]
-            for relative in relatives:
-                if relative in self._index:
-                    self._index[relative].last_used = now
-        if missing:
-            filesystem = self._filesystem = self._filesystem or self._storage.filesystem()
-            fetched = list(self._fetchers.map(lambda r: self._fetch(filesystem, r, now), missing))
-            with self._lock:
-                self._index.update(zip(missing, fetched, strict=True))
-        files = {r: LocalFile(str(self._entry(r).path), self._rows(r)) for r in relatives}
-        return Localized(files, len(missing), sum(self._entry(r).size for r in missing))
+            missing = [r for r in dict.fromkeys(relatives) if r not in self._linked]
+        fetched = [b for b in self._fetchers.map(self._link_or_fetch, missing) if b is not None]
+        with self._lock:
+            self._linked.update(missing)
+        files = {r: LocalFile(str(self.directory / r), self._rows_of(r)) for r in relatives}
+        return Localized(files, len(fetched), sum(fetched))
 
     def release(self, live: Collection[str]) -> None:
         live = set(live)
         with self._lock:
-            total = sum(entry.size for entry in self._index.values())
-            by_age = sorted(self._index.items(), key=lambda item: item[1].last_used)
-            for relative, entry in by_age:
-                if total <= self.max_bytes:
-                    return
-                if relative in live:
-                    continue
-                entry.path.unlink(missing_ok=True)
-                del self._index[relative]
-                total -= entry.size
-        logger.warning(
-            "warehouse cache %s: the live versions' files take %d bytes, over its bound of %d",
-            self.directory,
-            total,
-            self.max_bytes,
-        )
+            for relative in self._linked - live:
+                (self.directory / relative).unlink(missing_ok=True)
+                self._rows.pop(relative, None)
+            self._linked &= live
+        self._evict()
 
     def close(self) -> None:
         self._fetchers.shutdown()
         self._slot_lock.close()  # releases the slot's flock
         if self._temporary:
-            shutil.rmtree(self._root, ignore_errors=True)
+            shutil.rmtree(self.root, ignore_errors=True)
 
-    def _entry(self, relative: str) -> _Cached:
-        with self._lock:
-            return self._index[relative]
+    def _rows_of(self, relative: str) -> int:
+        rows = self._rows.get(relative)
+        if rows is None:  # linked from a copy another process fetched: its footer, read once
+            rows = self._rows[relative] = pq.read_metadata(self.directory / relative).num_rows
+        return rows
 
-    def _rows(self, relative: str) -> int:
-        entry = self._entry(relative)
-        if entry.rows is None:  # a file found on disk at start: its footer is read once, on use
-            entry.rows = pq.read_metadata(entry.path).num_rows
-        return entry.rows
+    def _link_or_fetch(self, relative: str) -> int | None:
+        """Link the host's copy into this worker's slot, fetching it first if the host has none;
+        the bytes fetched, or None when the copy was there."""
+        shared, mine = _inside(self.objects, relative), _inside(self.directory, relative)
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        if _link(shared, mine):
+            return None
+        with _held(self._locks / f"{hashlib.sha1(relative.encode()).hexdigest()}.lock"):
+            if _link(shared, mine):  # fetched by another worker while this one waited
+                return None
+            size = self._fetch(relative, shared)
+            if not _link(shared, mine):  # pragma: no cover - evicted within microseconds
+                raise FileNotFoundError(f"{shared} vanished right after its fetch")
+        return size
 
-    def _fetch(self, filesystem: pafs.FileSystem, relative: str, now: float) -> _Cached:
-        target = self.directory / relative
-        if not target.resolve().is_relative_to(self.directory.resolve()):
-            raise ValueError(f"manifest path {relative!r} leaves the warehouse")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f"{target.name}.part")
-        size = _copy(filesystem, self._storage.arrow_path(relative), partial)
-        rows = pq.read_metadata(partial).num_rows  # a truncated object fails here, not in a query
-        os.replace(partial, target)
-        return _Cached(target, size, rows, now)
+    def _fetch(self, relative: str, shared: Path) -> int:
+        self._filesystem = self._filesystem or self._storage.filesystem()
+        shared.parent.mkdir(parents=True, exist_ok=True)
+        partial = shared.with_name(f"{shared.name}.{os.getpid()}.{threading.get_ident()}.part")
+        try:
+            size = _copy(self._filesystem, self._storage.arrow_path(relative), partial)
+            # A truncated object fails here, not in a query; its rows are known from now on.
+            self._rows[relative] = pq.read_metadata(partial).num_rows
+            os.link(partial, shared)
+        finally:
+            partial.unlink(missing_ok=True)
+        return size
+
+    def _evict(self) -> None:
+        copies = _copies(self.objects)
+        total = sum(copy.size for copy in copies)
+        for copy in sorted((c for c in copies if c.links == 1), key=lambda c: c.used):
+            if total <= self.max_bytes:
+                return
+            copy.path.unlink(missing_ok=True)  # a worker linking it right now then fetches again
+            total -= copy.size
+        if total > self.max_bytes:
+            logger.warning(
+                "warehouse cache %s: the live versions' files take %d bytes, over its bound of %d",
+                self.root,
+                total,
+                self.max_bytes,
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Copy:
+    path: Path
+    size: int
+    links: int
+    used: int
+    """When a worker last linked it (its mtime, touched on every link)."""
+
+
+def _copies(objects: Path) -> list[_Copy]:
+    """The shared copies; a `.part` whose fetching process is gone is deleted on the way."""
+    copies = []
+    for path in objects.rglob("*"):
+        if path.name.endswith(".part"):
+            if not _alive(_fetcher_of(path)):
+                path.unlink(missing_ok=True)
+            continue
+        try:
+            stat = path.stat()
+        except FileNotFoundError:  # evicted by another worker meanwhile
+            continue
+        if path.is_file():
+            copies.append(_Copy(path, stat.st_size, stat.st_nlink, stat.st_mtime_ns))
+    return copies
+
+
+def _fetcher_of(partial: Path) -> int:
+    """The pid in `<name>.<pid>.<thread>.part` (0, never alive, for any other name)."""
+    parts = partial.name.rsplit(".", 3)
+    return int(parts[1]) if len(parts) == 4 and parts[1].isdigit() else 0
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - another user's process: alive
+        return True
+    return True
+
+
+def _link(shared: Path, mine: Path) -> bool:
+    """Hard-link the host's copy into a slot; False when the host has no copy."""
+    try:
+        os.link(shared, mine)
+    except FileNotFoundError:
+        return False
+    except FileExistsError:
+        pass
+    os.utime(mine)  # the shared inode's mtime: when it was last used
+    return True
+
+
+def _inside(directory: Path, relative: str) -> Path:
+    path = directory / relative
+    if not path.resolve().is_relative_to(directory.resolve()):
+        raise ValueError(f"manifest path {relative!r} leaves the warehouse")
+    return path
+
+
+@contextmanager
+def _held(lock_path: Path) -> Iterator[None]:
+    """An exclusive flock on `lock_path` (blocking); the file is removed before it is released,
+    so locks do not pile up (a process that opened the old file meanwhile may fetch the object
+    twice, which is wasteful but safe: the shared copy is linked, never overwritten)."""
+    with lock_path.open("ab") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            lock_path.unlink(missing_ok=True)
 
 
 def _copy(filesystem: pafs.FileSystem, source: str, target: Path) -> int:
@@ -218,7 +311,8 @@ def _copy(filesystem: pafs.FileSystem, source: str, target: Path) -> int:
 
 
 def _claim_slot(root: Path) -> tuple[IO[bytes], Path]:
-    """The first slot under `root` no other live process holds, locked for this process's life."""
+    """The first slot under `root` no other live process holds, locked for this process's life,
+    and emptied (a previous holder's links are nothing this process uses)."""
     root.mkdir(parents=True, exist_ok=True)
     for slot in range(MAX_SLOTS):
         lock = (root / f"slot-{slot}.lock").open("ab")
@@ -228,21 +322,7 @@ def _claim_slot(root: Path) -> tuple[IO[bytes], Path]:
             lock.close()
             continue
         directory = root / f"slot-{slot}"
-        directory.mkdir(exist_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir()
         return lock, directory
     raise RuntimeError(f"warehouse cache {root}: all {MAX_SLOTS} slots are held by live processes")
-
-
-def _scan(directory: Path) -> dict[str, _Cached]:
-    """The files a previous holder of the slot left; a `.part` (a fetch cut short) is deleted."""
-    index: dict[str, _Cached] = {}
-    for path in directory.rglob("*"):
-        if not path.is_file():
-            continue
-        if path.name.endswith(".part"):
-            path.unlink(missing_ok=True)
-            continue
-        index[path.relative_to(directory).as_posix()] = _Cached(
-            path, path.stat().st_size, None, 0.0
-        )
-    return index

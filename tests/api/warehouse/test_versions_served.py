@@ -113,5 +113,5 @@ def test_a_worker_s_memory_stays_flat_across_100_version_swaps(
                     assert body["price_history"][-1]["price"] == 100.0 + swap + (DAYS - 1) % 17
                 rss[swap] = rss_bytes(worker)
     assert rss[SWAPS] <= rss[10] * 1.10, f"RSS {rss[10]} after 10 swaps, {rss[SWAPS]} after {SWAPS}"
-    cached = list((tmp_path / "cache" / "warehouse").rglob("*.parquet"))
+    cached = list((tmp_path / "cache" / "warehouse" / "objects").rglob("*.parquet"))
     assert sum(p.stat().st_size for p in cached) <= 2 << 20  # old versions' files were evicted
