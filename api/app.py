@@ -20,6 +20,7 @@ from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
 from api.heap import frozen_startup_heap
 from api.metering.plugin import MeteringPlugin, metering_enabled
 from api.routes import V2_CONTROLLERS
+from api.routes.common import prepare_snapshot
 from api.routes.system import SystemController
 from api.settings import ApiSettings, load_settings
 from api.warehouse import DuckDBWarehouseReader, WarehouseReader
@@ -77,7 +78,12 @@ def _warehouse_reader(settings: ApiSettings) -> DuckDBWarehouseReader:
         if isinstance(storage, LocalStorage)
         else FileCache(storage, settings.cache_dir, settings.warehouse_cache_bytes)
     )
-    return DuckDBWarehouseReader(storage, poll_interval=settings.manifest_poll_seconds, files=files)
+    return DuckDBWarehouseReader(
+        storage,
+        poll_interval=settings.manifest_poll_seconds,
+        files=files,
+        prepare=prepare_snapshot,
+    )
 
 
 def _openapi_config(settings: ApiSettings) -> OpenAPIConfig:

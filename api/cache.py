@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -48,6 +50,7 @@ class VersionCache:
     def __init__(self, max_responses: int = MAX_RESPONSES) -> None:
         self._responses: OrderedDict[Hashable, Encoded] = OrderedDict()
         self._memo: dict[Hashable, Any] = {}
+        self._pending: dict[Hashable, asyncio.Future[Any]] = {}
         self._hits: dict[Hashable, Hashable] = {}
         self._max = max_responses
         self._lock = threading.Lock()
@@ -81,12 +84,26 @@ class VersionCache:
         hits[request_key] = key
 
     async def memo(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
-        """`compute()` once per version (a concurrent first miss may compute twice; both agree)."""
-        if key in self._memo:
+        """`compute()` once per version: concurrent first misses wait for the one computation (a
+        failure is not kept: each waiter gets it, and the next call computes again)."""
+        try:
             return self._memo[key]
-        value = await compute()
+        except KeyError:
+            pass
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[key] = asyncio.ensure_future(compute())
+            pending.add_done_callback(partial(self._settle, key))
+        return await asyncio.shield(pending)
+
+    def preset(self, key: Hashable, value: object) -> None:
+        """Store what `memo(key, ...)` would compute (before the snapshot is served)."""
         self._memo[key] = value
-        return value
+
+    def _settle(self, key: Hashable, done: asyncio.Future[Any]) -> None:
+        self._pending.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self._memo[key] = done.result()
 
 
 _caches: WeakKeyDictionary[object, VersionCache] = WeakKeyDictionary()

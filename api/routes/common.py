@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, TypeVar
 
+import anyio.to_thread
 import msgspec
 from litestar import Controller, Request
 
@@ -65,20 +66,34 @@ async def rows(snapshot: WarehouseSnapshot, sql: str, params: QueryParams = None
     return frame.to_dicts()
 
 
+INSTRUMENT_INDEX = "instrument-index"
+
+
 async def instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
-    """Every instrument of every market, read once per data version."""
+    """Every instrument of every market, read once per data version (usually by
+    `prepare_snapshot`, before the version is served), built off the event loop."""
 
     async def load() -> InstrumentIndex:
         require_tables(snapshot, "instruments")
-        index: InstrumentIndex = {}
-        for row in await rows(snapshot, "SELECT market, symbol, name, logo FROM instruments"):
-            symbol = row["symbol"].upper()
-            index.setdefault(row["market"], {})[symbol] = Instrument(
-                name=row["name"], symbol=symbol, logo=row["logo"]
-            )
-        return index
+        return await anyio.to_thread.run_sync(_read_instrument_index, snapshot)
 
-    return await cache_for(snapshot).memo("instrument-index", load)
+    return await cache_for(snapshot).memo(INSTRUMENT_INDEX, load)
+
+
+def _read_instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
+    index: InstrumentIndex = {}
+    frame = snapshot.query("SELECT market, symbol, name, logo FROM instruments")
+    for market, symbol, name, logo in frame.iter_rows():
+        upper = symbol.upper()
+        index.setdefault(market, {})[upper] = Instrument(name=name, symbol=upper, logo=logo)
+    return index
+
+
+def prepare_snapshot(snapshot: WarehouseSnapshot) -> None:
+    """What every version's first requests would otherwise build on their way: computed by the
+    reader's thread before it swaps the snapshot in (`DuckDBWarehouseReader(prepare=...)`)."""
+    if "instruments" in snapshot.manifest.tables:
+        cache_for(snapshot).preset(INSTRUMENT_INDEX, _read_instrument_index(snapshot))
 
 
 async def instrument(snapshot: WarehouseSnapshot, market: str, symbol: str) -> Instrument:

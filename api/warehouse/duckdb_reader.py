@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -152,9 +152,12 @@ class DuckDBWarehouseReader:
         poll_interval: float = 1.0,
         retry_seconds: float = 30.0,
         files: VersionFiles | None = None,
+        prepare: Callable[[DuckDBSnapshot], None] | None = None,
     ) -> None:
         """`files`: where an object-storage warehouse's files are cached (default: a temporary
-        directory of its own, removed on `close`); a local warehouse is always read in place."""
+        directory of its own, removed on `close`); a local warehouse is always read in place.
+        `prepare`: run on each new snapshot in the reader's thread before it is swapped in (what
+        the app's requests would otherwise compute first, e.g. indexes), so requests find it."""
         self.storage: WarehouseStorage = (
             LocalStorage(warehouse) if isinstance(warehouse, Path) else warehouse
         )
@@ -163,6 +166,7 @@ class DuckDBWarehouseReader:
             if isinstance(self.storage, LocalStorage)
             else FileCache.temporary(self.storage)
         )
+        self.prepare = prepare
         self.poll_interval = poll_interval
         self.retry_seconds = retry_seconds
         """A version that failed to load is tried again after this long (a network blip)."""
@@ -248,6 +252,8 @@ class DuckDBWarehouseReader:
                 f"manifest version {manifest.version}: cannot read {self.storage.url}: {exc}"
             ) from exc
         snapshot = DuckDBSnapshot.open(manifest, localized.files)
+        if self.prepare is not None:
+            self.prepare(snapshot)
         self._live.add(snapshot)
         self._snapshot = snapshot  # the swap: one reference assignment
         del current  # from here only requests still in flight keep the old snapshot alive
