@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,8 +15,15 @@ from litestar.testing import TestClient
 
 from api.settings import ApiSettings
 from api.warehouse import DuckDBWarehouseReader, WarehouseSnapshot, WarehouseUnavailable
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, read_manifest, write_manifest
-from tests.api.conftest import Publish
+from pipelines.catalog import (
+    DAILY_PRICES,
+    INSTRUMENTS,
+    TABLES,
+    read_manifest,
+    write_manifest,
+)
+from pipelines.warehouse.store import Warehouse
+from tests.api.conftest import Publish, price_frame
 
 ClientFor = Callable[..., TestClient[Litestar]]
 CLOSES = "SELECT close FROM daily_prices ORDER BY date"
@@ -169,3 +177,47 @@ def test_the_manifest_written_by_the_catalog_round_trips(
     written = publish(4, [1.0])
     write_manifest(settings.warehouse_dir, written)
     assert read_manifest(settings.warehouse_dir) == written
+
+
+def fileset_views(reader: DuckDBWarehouseReader) -> set[str]:
+    snapshot = reader.current()
+    assert snapshot is not None
+    found = snapshot.query(
+        "SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal"
+    )
+    return set(found["view_name"].to_list())
+
+
+def schemas(reader: DuckDBWarehouseReader) -> set[str]:
+    snapshot = reader.current()
+    assert snapshot is not None
+    found = snapshot.query("SELECT schema_name FROM duckdb_schemas() WHERE schema_name LIKE 'v%'")
+    return set(found["schema_name"].to_list())
+
+
+def test_a_new_version_builds_views_only_for_the_tables_whose_files_changed(
+    settings: ApiSettings,
+) -> None:
+    """Rule: versions share the views of unchanged tables; a retired version's views and schema
+    are dropped by a later swap once no request holds it."""
+    warehouse = Warehouse(settings.data_dir / "warehouse")
+    warehouse.write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0]))
+    reader = DuckDBWarehouseReader(settings.data_dir / "warehouse")
+    reader.refresh()
+    first = fileset_views(reader)
+    assert len(first) == len(TABLES)
+    held = reader.current()
+    warehouse.write(INSTRUMENTS, "crypto", INSTRUMENTS.empty())
+    reader.refresh()
+    second = fileset_views(reader)
+    assert len(second - first) == 1  # instruments' new files: one new view, the rest shared
+    assert [v for v in second - first if v.startswith("instruments#")]
+    assert closes(held) == [1.0, 2.0]  # the held version still reads its views
+    del held
+    gc.collect()
+    warehouse.write(DAILY_PRICES, "crypto", price_frame([3.0]))
+    reader.refresh()  # drops the first version's schema and the views only it used
+    assert len(schemas(reader)) == 2
+    assert len(fileset_views(reader)) == len(TABLES) + 1
+    assert closes(reader.current()) == [3.0]
+    reader.close()
