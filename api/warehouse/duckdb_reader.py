@@ -9,10 +9,9 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -43,8 +42,8 @@ class VersionDatabase:
     def __init__(self) -> None:
         self.connection = duckdb.connect(":memory:")
         self._lock = threading.Lock()
-        self._filesets: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
-        """(table, files) -> [view name, schemas using it]."""
+        self._filesets: dict[tuple[str, tuple[str, ...]], _FileSet] = {}
+        """(table, files) -> its view and the schemas using it."""
         self._schemas: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         self._retired: list[str] = []
         self._next = itertools.count()
@@ -92,10 +91,10 @@ class VersionDatabase:
                 f"VIEW {quote_identifier(name)}", f"VIEW main.{quote_identifier(view)}", 1
             )
             self.connection.execute(sql)
-            entry = self._filesets[key] = [view, set()]
-        entry[1].add(schema)
+            entry = self._filesets[key] = _FileSet(view)
+        entry.users.add(schema)
         self._schemas[schema].append(key)
-        return str(entry[0])
+        return entry.view
 
     def _drop_retired(self) -> None:
         while self._retired:
@@ -104,11 +103,17 @@ class VersionDatabase:
     def _drop(self, schema: str) -> None:
         self.connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         for key in self._schemas.pop(schema, []):
-            view, users = self._filesets[key]
-            users.discard(schema)
-            if not users:
-                self.connection.execute(f"DROP VIEW IF EXISTS main.{quote_identifier(view)}")
+            entry = self._filesets[key]
+            entry.users.discard(schema)
+            if not entry.users:
+                self.connection.execute(f"DROP VIEW IF EXISTS main.{quote_identifier(entry.view)}")
                 del self._filesets[key]
+
+
+@dataclass
+class _FileSet:
+    view: str
+    users: set[str] = field(default_factory=set)
 
 
 class DuckDBSnapshot:
