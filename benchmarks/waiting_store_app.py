@@ -110,7 +110,9 @@ class RoundTripStore(RedisMeteringStore):
         super().__init__(url, load_config())
         self._batch_script = _Script.of(NO_WORK_BATCH)
 
-    async def admit(self, account: Account, route: str, cost: int) -> Admission:
+    async def admit(
+        self, account: Account, route: str, cost: int, *, limits: bool = True
+    ) -> Admission:
         raise NotImplementedError("the Redis ceiling serves plans without limits only")
 
     async def settle(

@@ -1,7 +1,7 @@
 """Metering: API keys, plans, token costs, rate and connection limits, and the ledger."""
 
 from api.metering.config import MeteringConfig, load_config, request_cost
-from api.metering.middleware import MeteringMiddleware, report_points
+from api.metering.middleware import MeteringMiddleware, charge_rows, report_points
 from api.metering.model import Account, Balance, MeteringUnavailableError
 from api.metering.store import (
     MeteringStore,
@@ -17,6 +17,7 @@ __all__ = [
     "MeteringMiddleware",
     "MeteringStore",
     "MeteringUnavailableError",
+    "charge_rows",
     "default_store_url",
     "load_config",
     "open_store",

@@ -34,6 +34,9 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     daily_cap: int | None = None
     limited: bool = True
     markets: tuple[str, ...] = MARKETS
+    excluded_operations: tuple[str, ...] = ()
+    """Operations the plan does not include: they answer 402 (decisions.md: no bulk export on
+    sandbox)."""
 
     @property
     def unlimited_budget(self) -> bool:
@@ -67,16 +70,38 @@ class ScaledCost(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return max([self.otherwise, *(tokens for _, tokens in self.steps)])
 
 
-Cost = int | ScaledCost
+class RowsCost(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A cost counted from the rows a response returns (bulk export): one token per
+    `rows_per_token` rows, rounded up, never below `minimum`.
+
+    The minimum is charged up-front, with the limits; the route counts its rows before it answers
+    and reports them (`api.metering.charge_rows`), which charges the rest before the body is sent.
+    """
+
+    rows_per_token: int
+    minimum: int
+
+    def for_rows(self, rows: int) -> int:
+        return max(self.minimum, -(-rows // self.rows_per_token))
+
+    def __post_init__(self) -> None:
+        if self.rows_per_token < 1 or self.minimum < 1:
+            raise MeteringConfigError("a row cost needs rows_per_token >= 1 and minimum >= 1")
+
+
+Cost = int | ScaledCost | RowsCost
 
 
 class MeteringConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Everything metering needs: plans, limits, costs per operation, the upgrade address."""
 
     plans: dict[str, Plan]
-    costs: dict[str, Cost]
+    costs: dict[str, int | ScaledCost]
     upgrade_url: str
     limits: Limits = msgspec.field(default_factory=Limits)
+    row_costs: dict[str, RowsCost] = msgspec.field(default_factory=dict)
+    """Operations priced by the rows they return: a table of their own, since msgspec decodes a
+    union of two untagged tables (`ScaledCost`, `RowsCost`) ambiguously."""
 
     def plan(self, name: str) -> Plan:
         try:
@@ -94,12 +119,23 @@ class MeteringConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise MeteringConfigError(
                 f"scaled costs of operations with no bounded parameter: {unbound}"
             )
+        twice = sorted(set(self.costs) & set(self.row_costs))
+        if twice:
+            raise MeteringConfigError(f"operations priced both in costs and row_costs: {twice}")
+        unpriced = sorted(
+            {op for plan in self.plans.values() for op in plan.excluded_operations}
+            - {*self.costs, *self.row_costs}
+        )
+        if unpriced:
+            raise MeteringConfigError(f"plans exclude operations that are not priced: {unpriced}")
 
     def cost_rule(self, operation: str) -> Cost:
-        try:
-            return self.costs[operation]
-        except KeyError:
-            raise MeteringConfigError(f"no cost configured for operation {operation!r}") from None
+        rule: Cost | None = self.costs.get(operation)
+        if rule is None:
+            rule = self.row_costs.get(operation)
+        if rule is None:
+            raise MeteringConfigError(f"no cost configured for operation {operation!r}")
+        return rule
 
 
 CONFIG_ENV = "MI_METERING_CONFIG"
@@ -154,16 +190,36 @@ def request_cost(
     query: Mapping[str, object] | None = None,
     path: Mapping[str, object] | None = None,
 ) -> int:
-    """Tokens charged up-front for one request of `operation` with these parameters."""
+    """Tokens charged up-front for one request of `operation` with these parameters (a cost by
+    rows: its minimum)."""
     rule = config.cost_rule(operation)
     if isinstance(rule, int):
         return rule
+    if isinstance(rule, RowsCost):
+        return rule.minimum
     return rule.for_value(scaling_value(operation, query or {}, path or {}))
 
 
 def points_cost(config: MeteringConfig, operation: str, points: int) -> int | None:
     """Final cost of a `by_points` operation that returned `points` points (None: not by points)."""
     rule = config.cost_rule(operation)
-    if isinstance(rule, int) or not rule.by_points:
+    if not isinstance(rule, ScaledCost) or not rule.by_points:
         return None
     return rule.for_value(points)
+
+
+def cost_text(config: MeteringConfig, operation: str) -> str:
+    """What one request of `operation` costs, in words, from the configuration (the MCP tools'
+    and the OpenAPI document's descriptions: the numbers are never written anywhere else)."""
+    rule = config.cost_rule(operation)
+    if isinstance(rule, int):
+        return f"{rule} token{'s' if rule != 1 else ''}"
+    if isinstance(rule, RowsCost):
+        return (
+            f"1 token per {rule.rows_per_token:,} rows returned, rounded up, "
+            f"at least {rule.minimum} tokens"
+        )
+    low = min(tokens for _, tokens in rule.steps)
+    scale = ", ".join(f"<= {bound}: {tokens}" for bound, tokens in rule.steps)
+    by = "the number of points returned" if rule.by_points else f"`{SCALED_BY[operation].name}`"
+    return f"{low} to {rule.ceiling} tokens by {by} ({scale}, more: {rule.otherwise})"

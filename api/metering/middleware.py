@@ -22,7 +22,7 @@ from api.errors import (
     Unauthorized,
     send_failure,
 )
-from api.metering.config import MeteringConfig, ScaledCost, points_cost, request_cost
+from api.metering.config import MeteringConfig, RowsCost, ScaledCost, points_cost, request_cost
 from api.metering.model import (
     UNLIMITED_BALANCE,
     Account,
@@ -40,6 +40,10 @@ from pipelines.catalog import MARKETS
 ENTITLEMENT_CACHE_SIZE = 1024
 POINTS_SCOPE_KEY = "mi.metering.points"
 """Where a by-points handler leaves the number of points it returned (see `report_points`)."""
+ROWS_SCOPE_KEY = "mi.metering.rows"
+"""Where a row-priced handler leaves the number of rows it returns (see `charge_rows`)."""
+CHARGE_ROWS_SCOPE_KEY = "mi.metering.charge-rows"
+"""The middleware's step that charges a row-priced request's rest (see `charge_rows`)."""
 
 _NO_PARAMS: Mapping[str, Any] = {}  # a route without path parameters (no dict made per request)
 _LIMIT_MESSAGES = {
@@ -51,6 +55,21 @@ _LIMIT_MESSAGES = {
 def report_points(connection: ASGIConnection[Any, Any, Any, Any], points: int) -> None:
     """Called by a by-points handler (get-price-history) with the number of points it returns."""
     cast("dict[str, Any]", connection.scope)[POINTS_SCOPE_KEY] = points
+
+
+async def charge_rows(connection: ASGIConnection[Any, Any, Any, Any], rows: int) -> None:
+    """Called by a row-priced handler (bulk export) once it has counted the rows it will return,
+    before it answers: the rest of the request's cost is charged now, so the body is sent paid.
+
+    Raises the token-limit 401 (`TokenLimitExceeded`) when the whole cost does not fit today's or
+    this month's balance; nothing is charged then. Without metering (no account, metering off) it
+    only records the count.
+    """
+    scope = cast("dict[str, Any]", connection.scope)
+    scope[ROWS_SCOPE_KEY] = rows
+    charge_rest: Callable[[], Awaitable[None]] | None = scope.get(CHARGE_ROWS_SCOPE_KEY)
+    if charge_rest is not None:
+        await charge_rest()
 
 
 _HEADER_CACHE: dict[tuple[int, Balance], list[tuple[bytes, bytes]]] = {}
@@ -84,8 +103,9 @@ class _Route(NamedTuple):
     """How a route handler's requests are metered (from its `opt` and the configured costs)."""
 
     operation: str
-    fixed_cost: int | None  # None: the cost scales with the request (`request_cost`)
+    fixed_cost: int | None  # None: the up-front cost scales with the request (`request_cost`)
     by_points: bool  # the final cost follows the points returned (`report_points`)
+    by_rows: RowsCost | None  # the final cost follows the rows returned (`charge_rows`)
     unlimited_headers: list[tuple[bytes, bytes]] | None
     """The balance headers of a fixed-cost answer charged in full to a plan without a budget."""
 
@@ -108,6 +128,7 @@ class MeteringMiddleware:
         self.config = config
         # Plans with nothing to check before the work: their requests take the one-step path.
         self._one_step_plans = {name for name, plan in config.plans.items() if not plan.has_limits}
+        self._excluded = {name: frozenset(plan.excluded_operations) for name, plan in config.plans.items()}  # fmt: skip
         self._entitlements: dict[tuple[str, str], bool] = {}  # (plan, market as sent) -> entitled
         self._routes: dict[object, _Route | None] = {}  # route handler -> how it is metered
         limits = config.limits
@@ -140,10 +161,10 @@ class MeteringMiddleware:
         if admission.charge is None:
             await self._refuse(send, admission)
             return
-        if not self._entitled(account.plan, scope):
-            await self._payment_required(send, admission, scope)
+        if not self._entitled(account.plan, scope, operation):
+            await self._payment_required(send, admission, account, scope, operation)
             return
-        await self._serve(scope, receive, send, route, admission)
+        await self._serve(scope, receive, send, route, account, admission)
 
     def _route(self, handler: Any) -> _Route | None:
         """How `handler`'s requests are metered (None: not metered), worked out once per handler."""
@@ -156,10 +177,12 @@ class MeteringMiddleware:
         route = None
         if operation is not None:
             rule = self.config.cost_rule(operation)
-            fixed = rule if isinstance(rule, int) else None
+            by_rows = rule if isinstance(rule, RowsCost) else None
+            # A row-priced route's up-front charge is its minimum, whatever the request.
+            fixed = rule if isinstance(rule, int) else by_rows.minimum if by_rows else None
             by_points = isinstance(rule, ScaledCost) and rule.by_points
             headers = None if fixed is None else _balance_headers(fixed, UNLIMITED_BALANCE)
-            route = _Route(operation, fixed, by_points, headers)
+            route = _Route(operation, fixed, by_points, by_rows, headers)
         self._routes[handler] = route
         return route
 
@@ -169,7 +192,9 @@ class MeteringMiddleware:
         query = _query(scope) if SCALED_BY[operation].source == "query" else _NO_PARAMS
         return request_cost(self.config, operation, query, scope.get("path_params", _NO_PARAMS))
 
-    def _entitled(self, plan: str, scope: Scope) -> bool:
+    def _entitled(self, plan: str, scope: Scope, operation: str) -> bool:
+        if operation in self._excluded[plan]:
+            return False
         market = (scope.get("path_params") or _NO_PARAMS).get("market")
         if not isinstance(market, str):
             return True
@@ -189,20 +214,33 @@ class MeteringMiddleware:
         headers = balance_headers(0, admission.balance)
         failure: ApiFailure
         if admission.outcome in _LIMIT_MESSAGES:
-            failure = TokenLimitExceeded(
-                _LIMIT_MESSAGES[admission.outcome],
-                daily=admission.outcome is Outcome.DAILY_LIMIT,
-                upgrade_url=self.config.upgrade_url,
-            )
+            failure = self._token_limit(admission.outcome)
         else:
             retry_after = max(1, admission.retry_after)
             failure = RateLimited(self._too_many[admission.outcome], retry_after=retry_after)
         await send_failure(send, failure, headers)
 
-    async def _payment_required(self, send: Send, admission: Admission, scope: Scope) -> None:
+    def _token_limit(self, outcome: Outcome) -> TokenLimitExceeded:
+        return TokenLimitExceeded(
+            _LIMIT_MESSAGES[outcome],
+            daily=outcome is Outcome.DAILY_LIMIT,
+            upgrade_url=self.config.upgrade_url,
+        )
+
+    async def _payment_required(
+        self, send: Send, admission: Admission, account: Account, scope: Scope, operation: str
+    ) -> None:
         assert admission.charge is not None
         net, balance = await self._settle(admission.charge, 402, None, admission.balance)
-        await send_failure(send, _payment_required(scope), balance_headers(net, balance))
+        failure = self._payment_failure(account.plan, scope, operation)
+        await send_failure(send, failure, balance_headers(net, balance))
+
+    def _payment_failure(self, plan: str, scope: Scope, operation: str) -> PaymentRequired:
+        """The 402 of a plan that excludes the operation, else of one without the market."""
+        if operation in self._excluded[plan]:
+            return PaymentRequired(f"your plan ({plan}) does not include {operation}")
+        market = str(scope.get("path_params", _NO_PARAMS).get("market", "")).lower()
+        return PaymentRequired(f"your plan does not include the {market} market")
 
     async def _settle(
         self, charge: Charge, status: int, final: int | None, fallback: Balance | None
@@ -216,20 +254,30 @@ class MeteringMiddleware:
             return charge.tokens, fallback
 
     async def _serve(
-        self, scope: Scope, receive: Receive, send: Send, route: _Route, admission: Admission
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        route: _Route,
+        account: Account,
+        admission: Admission,
     ) -> None:
         """Run the route with its response held back, settle by its status, then send it.
 
         Holding the (single-message) response lets the settle run here, outside the route's
         call chain, and puts the net cost and balance on it; a streamed response (`more_body`)
-        is settled on its first chunk and then passed through.
+        is settled on its first chunk and then passed through. A row-priced route's charge grows
+        while it runs (`charge_rows`), so the settle reads it from `charged`.
         """
-        charge, admitted = admission.charge, admission.balance
-        assert charge is not None
+        assert admission.charge is not None
+        admitted, charged = admission.balance, [admission.charge]
+        if route.by_rows is not None:
+            charge_rest = partial(self._charge_rows, scope, route, account, charged)
+            cast("dict[str, Any]", scope)[CHARGE_ROWS_SCOPE_KEY] = charge_rest
 
         async def settle(status: int) -> list[tuple[bytes, bytes]]:
             final = self._final_cost(scope, route)
-            net, balance = await self._settle(charge, status, final, admitted)
+            net, balance = await self._settle(charged[0], status, final, admitted)
             return balance_headers(net, balance)
 
         response = _HeldResponse(send, settle)
@@ -237,13 +285,34 @@ class MeteringMiddleware:
             await self.app(scope, receive, response)
         except BaseException:
             if not response.streaming:  # nothing was sent: the server answers 500, billed so
-                await self._settle(charge, 500, None, admitted)
+                await self._settle(charged[0], 500, None, admitted)
             raise
         start = response.start
         if start is None:  # the route returned without answering: a server failure
-            await self._settle(charge, 500, None, admitted)
+            await self._settle(charged[0], 500, None, admitted)
         elif not response.streaming:  # a streamed answer was settled on its first chunk
             await response.release(await settle(start["status"]))
+
+    async def _charge_rows(
+        self, scope: Scope, route: _Route, account: Account, charged: list[Charge]
+    ) -> None:
+        """The rest of a row-priced request's cost, drawn while its route runs, before it answers
+        (`charge_rows`): the whole cost fits or the route's answer is the token-limit 401, whose
+        settle then credits the up-front minimum back (nothing is charged)."""
+        final = self._final_cost(scope, route)
+        extra = 0 if final is None else final - charged[0].tokens
+        if extra <= 0:
+            return
+        try:
+            admission = await self.store.extend(account, charged[0], extra)
+        except MeteringUnavailableError:
+            raise DependencyUnavailable(UNAVAILABLE) from None
+        if admission.charge is not None:
+            charged[0] = admission.charge
+        elif admission.outcome in _LIMIT_MESSAGES:
+            raise self._token_limit(admission.outcome)
+        else:  # revoked since the admit
+            raise Unauthorized()
 
     async def _serve_then_record(
         self, scope: Scope, receive: Receive, send: Send, route: _Route, account: Account, cost: int
@@ -255,7 +324,7 @@ class MeteringMiddleware:
         dropped: nothing is served unrecorded); a killed worker has sent nothing it did not record.
         Every answer is recorded by `_recorded_headers` (a streamed one on its first chunk).
         """
-        if not self._entitled(account.plan, scope):
+        if not self._entitled(account.plan, scope, route.operation):
             await self._record_payment_required(send, scope, route, account, cost)
             return
         response = _HeldResponse(send, partial(self._recorded_headers, scope, route, account, cost))
@@ -282,8 +351,13 @@ class MeteringMiddleware:
         self, scope: Scope, route: _Route, account: Account, cost: int, status: int
     ) -> list[tuple[bytes, bytes]]:
         """Record an answer of a plan without limits: its balance headers, or `_Replacement`
-        when it must not go out (503: the store is down; 401: the key was revoked)."""
-        net = net_cost(status, cost, self._final_cost(scope, route))
+        when it must not go out (503: the store is down; 401: the key was revoked).
+
+        A row-priced route's final cost may exceed its up-front minimum: with no budget to check
+        on this path, the whole of it is charged here.
+        """
+        final = self._final_cost(scope, route)
+        net = net_cost(status, cost if final is None else max(cost, final), final)
         try:
             balance = await self.store.record(account, route.operation, status, net)
         except MeteringUnavailableError:
@@ -302,7 +376,9 @@ class MeteringMiddleware:
         except _Replacement as replaced:
             await replaced.respond(send)
             return
-        await send_failure(send, _payment_required(scope), headers)
+        await send_failure(
+            send, self._payment_failure(account.plan, scope, route.operation), headers
+        )
 
     async def _record_failure(
         self, scope: Scope, route: _Route, account: Account, cost: int
@@ -312,16 +388,16 @@ class MeteringMiddleware:
             await self._recorded_headers(scope, route, account, cost, 500)
 
     def _final_cost(self, scope: Scope, route: _Route) -> int | None:
-        """A by-points route's cost for the points it reported returning (None: not by points)."""
+        """A by-points or row-priced route's cost for what it reported returning (None: neither,
+        or nothing reported)."""
+        found = cast("dict[str, Any]", scope)
+        if route.by_rows is not None:
+            rows = found.get(ROWS_SCOPE_KEY)
+            return None if rows is None else route.by_rows.for_rows(rows)
         if not route.by_points:
             return None
-        points = cast("dict[str, Any]", scope).get(POINTS_SCOPE_KEY)
+        points = found.get(POINTS_SCOPE_KEY)
         return None if points is None else points_cost(self.config, route.operation, points)
-
-
-def _payment_required(scope: Scope) -> PaymentRequired:
-    market = str(scope.get("path_params", _NO_PARAMS).get("market", "")).lower()
-    return PaymentRequired(f"your plan does not include the {market} market")
 
 
 class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report

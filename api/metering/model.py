@@ -126,6 +126,19 @@ class Charge(msgspec.Struct, frozen=True, gc=False):
     pack_tokens: int
     ts: float
 
+    def plus(self, more: Charge) -> Charge:
+        """This charge and a later one for the same request (`MeteringStore.extend`): one charge,
+        settled as one, dated by the admit."""
+        return Charge(
+            self.key_id,
+            self.route,
+            self.slot_id,
+            self.tokens + more.tokens,
+            self.base_tokens + more.base_tokens,
+            self.pack_tokens + more.pack_tokens,
+            self.ts,
+        )
+
 
 class Admission(msgspec.Struct, frozen=True, gc=False):
     """The result of the atomic admit step."""

@@ -520,10 +520,18 @@ class RedisMeteringStore(MeteringStore):
         stored_hash, plan, revoked = fields
         return None if stored_hash is None else (stored_hash, plan, revoked is not None)
 
-    async def admit(self, account: Account, route: str, cost: int) -> Admission:
+    async def _draw(self, account: Account, route: str, cost: int) -> Admission:
+        return await self.admit(account, route, cost, limits=False)
+
+    async def admit(
+        self, account: Account, route: str, cost: int, *, limits: bool = True
+    ) -> Admission:
+        """The BATCH script's admit step; without `limits` (an `extend`) it checks no rate or
+        connection limit and takes no slot, as for a plan without limits."""
         plan = self.config.plan(account.plan)
         slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
-        args = ["a", str(cost), route, slot, "1" if plan.limited else "0", *self._plan_args(plan)]
+        limited = "1" if plan.limited and limits else "0"
+        args = ["a", str(cost), route, slot, limited, *self._plan_args(plan)]
         reply = await self._step(account.key_id, args)
         outcome = Outcome(reply[0])
         if outcome is Outcome.UNAUTHORIZED:

@@ -463,17 +463,32 @@ class SqliteMeteringStore(MeteringStore):
         )
         return admission
 
+    async def _draw(self, account: Account, route: str, cost: int) -> Admission:
+        admission: Admission = await self._grouped(
+            lambda group: self._admit(group, account, route, cost, "", limits=False)
+        )
+        return admission
+
     def _admit(
-        self, group: _Group, account: Account, route: str, cost: int, slot: str
+        self,
+        group: _Group,
+        account: Account,
+        route: str,
+        cost: int,
+        slot: str,
+        *,
+        limits: bool = True,
     ) -> Admission:
+        """Revocation, the plan's limits (unless `limits` is false: an `extend`), the budget."""
         conn, now = group.conn, group.now
         row = group.account(account.key_id)
         if row is None or row[1] is not None:
             return Admission(Outcome.UNAUTHORIZED)
         plan = self.config.plan(row[0])
+        limited = plan.limited and limits
         base_used, packs, today_used = group.counters(row)
         balance = balance_of(plan, base_used, packs, today_used)
-        if plan.limited:
+        if limited:
             refused = self._check_limits(conn, account.key_id, now)
             if refused is not None:
                 return Admission(refused[0], balance, retry_after=refused[1])
@@ -481,7 +496,7 @@ class SqliteMeteringStore(MeteringStore):
         if isinstance(drawn, Outcome):
             return Admission(drawn, balance)
         from_base, from_packs = drawn
-        self._record_admission(conn, account.key_id, slot, now, plan.limited)
+        self._record_admission(conn, account.key_id, slot, now, limited)
         group.set_counters(
             account.key_id, packs - from_packs, base_used + from_base, today_used + cost
         )

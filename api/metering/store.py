@@ -103,6 +103,24 @@ class MeteringStore(ABC):
     async def admit(self, account: Account, route: str, cost: int) -> Admission:
         """One atomic step: revocation, sliding-window rate, concurrency slot, budget, charge."""
 
+    async def extend(self, account: Account, charge: Charge, extra: int) -> Admission:
+        """Draw `extra` more tokens for the admitted request of `charge`: a cost known only once
+        its route has counted what it returns (bulk export's rows).
+
+        One atomic step with admit's budget rule (the whole extra fits today and this month, or
+        nothing is drawn and the outcome is the token-limit one) but no rate or in-flight slot of
+        its own: the request already holds them. Admitted, the charge is the request's whole, and
+        `settle` settles it as one.
+        """
+        more = await self._draw(account, charge.route, extra)
+        if more.charge is None:
+            return more
+        return Admission(more.outcome, more.balance, charge.plus(more.charge))
+
+    @abstractmethod
+    async def _draw(self, account: Account, route: str, cost: int) -> Admission:
+        """`admit` without the rate and connection limits and without taking a slot."""
+
     @abstractmethod
     async def settle(
         self, charge: Charge, status: int, final: int | None = None

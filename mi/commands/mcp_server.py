@@ -22,8 +22,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from api.metering.config import MeteringConfig, ScaledCost
-from api.params import SCALED_BY
+from api.metering.config import MeteringConfig, cost_text
 from mi.commands.keys import metering_config
 
 API_KEY_ENV = "MI_API_KEY"
@@ -42,22 +41,6 @@ analyses and backtests; forex, commodities and stocks have the current trend and
 SymbolArg = Annotated[str, Field(description="Instrument symbol, e.g. BTC, EURUSD, GOLD, AAPL")]
 CoinArg = Annotated[str, Field(description="Crypto symbol, e.g. BTC, ETH")]
 DayArg = Annotated[date | None, Field(description="A day, YYYY-MM-DD (inclusive)")]
-
-
-def cost_text(config: MeteringConfig, operation: str) -> str:
-    """What one call of `operation` costs, in words, from the metering configuration the API
-    runs with (the numbers are never written anywhere else)."""
-    rule = config.cost_rule(operation)
-    if isinstance(rule, int):
-        return f"{rule} token{'s' if rule != 1 else ''}"
-    low = min(tokens for _, tokens in rule.steps)
-    scale = ", ".join(f"<= {bound}: {tokens}" for bound, tokens in rule.steps)
-    by = _scaled_by(operation, rule)
-    return f"{low} to {rule.ceiling} tokens by {by} ({scale}, more: {rule.otherwise})"
-
-
-def _scaled_by(operation: str, rule: ScaledCost) -> str:
-    return "the number of points returned" if rule.by_points else f"`{SCALED_BY[operation].name}`"
 
 
 def _describe(summary: str, config: MeteringConfig, *operations: str) -> str:

@@ -8,6 +8,8 @@ import pytest
 
 from api.metering.config import (
     MeteringConfigError,
+    RowsCost,
+    cost_text,
     load_config,
     points_cost,
     request_cost,
@@ -173,4 +175,53 @@ def test_a_scaled_cost_refuses_the_keys_the_api_now_defines(tmp_path: Path) -> N
         'param = "limit"\nsteps = [[10, 3]]\notherwise = 8\n'
     )
     with pytest.raises(MeteringConfigError, match="param"):
+        load_config(path)
+
+
+ROWS = [(0, 10), (1, 10), (9_999, 10), (10_000, 10), (10_001, 11), (25_500, 26), (1_000_000, 1000)]
+
+
+@pytest.mark.parametrize(("rows", "tokens"), ROWS)
+def test_bulk_export_costs_a_token_per_thousand_rows_rounded_up_at_least_ten(
+    rows: int, tokens: int
+) -> None:
+    rule = CONFIG.cost_rule("bulk-export")
+    assert isinstance(rule, RowsCost)
+    assert rule.for_rows(rows) == tokens
+
+
+def test_a_row_priced_operation_is_charged_its_minimum_up_front() -> None:
+    assert request_cost(CONFIG, "bulk-export", {"format": "csv"}) == 10
+    assert points_cost(CONFIG, "bulk-export", 50_000) is None
+
+
+def test_the_cost_in_words_comes_from_the_configuration() -> None:
+    assert cost_text(CONFIG, "bulk-export") == (
+        "1 token per 1,000 rows returned, rounded up, at least 10 tokens"
+    )
+    assert cost_text(CONFIG, "ping") == "1 token"
+    assert cost_text(CONFIG, "get-indicators") == "8 tokens"
+    assert cost_text(CONFIG, "get-recent-briefs").startswith("3 to 8 tokens by `limit`")
+
+
+def test_bulk_export_is_for_quant_pro_and_internal_not_sandbox() -> None:
+    """decisions.md, Bulk export: the sandbox plan answers 402."""
+    excluding = {name for name, plan in CONFIG.plans.items() if "bulk-export" in plan.excluded_operations}  # fmt: skip
+    assert excluding == {"sandbox"}
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("ping = 1\n[row_costs.ping]\nrows_per_token = 10\nminimum = 1\n", "ping"),
+        ("ping = 1\n[plans.p]\nexcluded_operations = ['bulk']\n", "bulk"),
+        ("ping = 1\n[row_costs.bulk]\nrows_per_token = 0\nminimum = 1\n", "rows_per_token"),
+    ],
+)
+def test_row_costs_and_excluded_operations_are_checked_at_load(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    path = tmp_path / "metering.toml"
+    path.write_text(f'upgrade_url = "u"\n[plans]\n[costs]\n{text}')
+    with pytest.raises(MeteringConfigError, match=named):
         load_config(path)

@@ -17,7 +17,8 @@ from litestar.middleware import DefineMiddleware
 from litestar.response import Stream
 
 from api.auth import AuthenticationMiddleware
-from api.metering import MeteringMiddleware, report_points
+from api.errors import ApiFailure, handle_api_error
+from api.metering import MeteringMiddleware, charge_rows, report_points
 from api.metering.config import Limits, MeteringConfig
 from api.metering.model import key_id_of
 from api.metering.plugin import MeteringPlugin
@@ -81,9 +82,22 @@ async def streamed_briefs() -> Stream:
 STREAMED = (b'{"briefs":', b"[]", b"}")
 
 
+@get("/api/v2/{market:str}/bulk/{dataset:str}", opt={"operation": "bulk-export"})
+async def bulk(request: Request[Any, Any, Any]) -> Stream:
+    """A row-priced route: counts its rows (`rows`), has them charged, then streams."""
+    await charge_rows(request, int(request.query_params.get("rows", 0)))
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for part in (b"symbol\n", b"BTC\n"):
+            yield part
+
+    return Stream(chunks(), media_type="text/csv")
+
+
 def make_app(store: MeteringStore, config: MeteringConfig) -> Litestar:
     return Litestar(
-        route_handlers=[ping, status, briefs, price_history, slow, streamed_briefs],
+        route_handlers=[ping, status, briefs, price_history, slow, streamed_briefs, bulk],
+        exception_handlers={ApiFailure: handle_api_error},  # what a route raises (charge_rows)
         middleware=[
             DefineMiddleware(AuthenticationMiddleware, store=store),
             DefineMiddleware(MeteringMiddleware, store=store, config=config),
@@ -678,3 +692,57 @@ async def test_a_plan_with_a_budget_but_no_rate_limits_still_takes_the_two_step_
         assert [row[0] for row in await ledger_rows(store, key)] == ["charge", "settle"]
     finally:
         await store.close()
+
+
+# -- costs counted from the rows returned (bulk export) --------------------------------------------
+
+BULK = "/api/v2/crypto/bulk/daily-prices"
+
+
+@pytest.mark.parametrize(("rows", "cost"), [(0, 10), (9_000, 10), (25_500, 26)])
+async def test_a_row_priced_route_is_charged_for_its_rows_before_its_body_is_sent(
+    client: httpx.AsyncClient, store: MeteringStore, rows: int, cost: int
+) -> None:
+    key = await store.create_key("quant")
+    response = await client.get(f"{BULK}?rows={rows}", headers=bearer(key))
+    assert response.status_code == 200
+    assert response.content == b"symbol\nBTC\n"
+    assert tokens(response) == dict(zip(HEADERS, (cost, 250_000, 25_000, 250_000 - cost, 25_000 - cost), strict=True))  # fmt: skip
+    charges = [row[3] for row in await ledger_rows(store, key) if row[0] == "charge"]
+    assert charges == ([10, cost - 10] if cost > 10 else [10])
+
+
+async def test_rows_that_do_not_fit_the_balance_answer_the_token_limit_401_and_charge_nothing(
+    client: httpx.AsyncClient, store: MeteringStore
+) -> None:
+    key = await store.create_key("quant")
+    account = await store.authenticate(key)
+    assert account is not None
+    admission = await store.admit(account, "spent", 24_980)
+    assert admission.charge is not None
+    await store.settle(admission.charge, 200)
+    response = await client.get(f"{BULK}?rows=25_500", headers=bearer(key))
+    assert response.status_code == 401
+    assert response.json()["error_code"] == "DAILY_TOKEN_LIMIT"
+    assert tokens(response) == dict(zip(HEADERS, (0, 250_000, 25_000, 225_020, 20), strict=True))
+    assert (await client.get(f"{BULK}?rows=20_000", headers=bearer(key))).status_code == 200
+
+
+async def test_a_plan_that_excludes_the_operation_is_402_at_no_cost(
+    client: httpx.AsyncClient, store: MeteringStore, key: str
+) -> None:
+    """decisions.md, Bulk export: sandbox answers 402, after authentication and limits."""
+    response = await client.get(f"{BULK}?rows=5", headers=bearer(key))
+    assert response.status_code == 402
+    assert response.json() == {"success": False, "message": "your plan (sandbox) does not include bulk-export"}  # fmt: skip
+    assert tokens(response) == dict(zip(HEADERS, (0, 3000, 1000, 3000, 1000), strict=True))
+
+
+async def test_a_plan_without_limits_is_charged_the_whole_row_cost_in_one_row(
+    client: httpx.AsyncClient, store: MeteringStore
+) -> None:
+    key = await store.create_key("internal")
+    response = await client.get(f"{BULK}?rows=42_001", headers=bearer(key))
+    assert response.status_code == 200
+    assert tokens(response) == dict(zip(HEADERS, (43, -1, -1, -1, -1), strict=True))
+    assert await ledger_rows(store, key) == [("charge", "bulk-export", 200, 43)]

@@ -274,6 +274,52 @@ async def test_settle_by_points_credits_down_to_the_final_cost(store: MeteringSt
     assert balance.remaining == 2998
 
 
+async def test_extend_draws_the_rest_of_a_cost_known_after_the_admit_and_settles_as_one(
+    store: MeteringStore,
+) -> None:
+    """A row-priced request: its minimum admitted, the rest drawn once counted; one settle."""
+    account = await new_account(store)
+    admission = await store.admit(account, "bulk-export", 10)
+    assert admission.charge is not None
+    extended = await store.extend(account, admission.charge, 25)
+    assert extended.outcome is Outcome.ADMITTED
+    assert extended.charge is not None
+    assert extended.charge.tokens == 35
+    assert extended.charge.slot_id == admission.charge.slot_id
+    assert extended.balance == Balance(3000, 1000, 2965, 965)
+    net, balance = await store.settle(extended.charge, 200, final=35)
+    assert (net, balance) == (35, Balance(3000, 1000, 2965, 965))
+    kinds = [(e.kind, e.tokens) for e in await store.ledger(account.key_id)]
+    assert kinds == [("charge", 10), ("charge", 25), ("settle", 0)]
+
+
+async def test_extend_that_does_not_fit_draws_nothing_and_a_free_settle_credits_the_admit(
+    store: MeteringStore,
+) -> None:
+    account = await new_account(store)
+    await charged(store, account, 980)
+    admission = await store.admit(account, "bulk-export", 10)
+    assert admission.charge is not None
+    refused = await store.extend(account, admission.charge, 11)  # 21 in all; 10 left today
+    assert (refused.outcome, refused.charge) == (Outcome.DAILY_LIMIT, None)
+    assert refused.balance == Balance(3000, 1000, 2010, 10)
+    net, balance = await store.settle(admission.charge, 401)
+    assert (net, balance) == (0, Balance(3000, 1000, 2020, 20))
+
+
+async def test_extend_takes_no_rate_or_in_flight_slot(
+    store: MeteringStore, config: MeteringConfig
+) -> None:
+    """The request already holds its slots: extending it is never a 429."""
+    account = await new_account(store, "quant")
+    admitted = [await store.admit(account, "bulk-export", 10) for _ in range(config.limits.concurrent)]  # fmt: skip
+    charge = admitted[-1].charge
+    assert charge is not None
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+    extended = await store.extend(account, charge, 5)
+    assert extended.outcome is Outcome.ADMITTED
+
+
 async def test_credits_go_back_to_packs_first(store: MeteringStore, clock: FakeClock) -> None:
     account = await new_account(store)
     await store.topup(account.key_id, 50)
