@@ -173,6 +173,14 @@ class DuckDBSnapshot:
     async def fetch(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
         return await anyio.to_thread.run_sync(partial(self.query, sql, params))
 
+    def record_batches(
+        self, sql: str, params: QueryParams = None, *, batch_rows: int = 100_000
+    ) -> pa.RecordBatchReader:
+        # A cursor of its own, not the thread's: a paused stream must survive other queries. The
+        # caller holds the snapshot while it reads, so its schema is not dropped under the stream.
+        cursor = self._database.cursor(self._schema)
+        return cursor.sql(sql, params=params).to_arrow_reader(batch_rows)
+
     def verify(self) -> None:
         """Scan every table the manifest lists (file footers and row counts)."""
         try:

@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 import polars as pl
+import pyarrow as pa
 
 from api.errors import DependencyUnavailable
 from pipelines.catalog import Manifest
@@ -37,6 +38,14 @@ class WarehouseSnapshot(Protocol):
 
     async def fetch(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
         """`query` in a worker thread, for async handlers."""
+        ...
+
+    def record_batches(
+        self, sql: str, params: QueryParams = None, *, batch_rows: int = 100_000
+    ) -> pa.RecordBatchReader:
+        """Run SQL on a cursor of its own and read the result batch by batch, never whole (a bulk
+        export). Blocking: open it and read each batch off the event loop; the reader stays valid
+        whatever else the thread queries meanwhile."""
         ...
 
 

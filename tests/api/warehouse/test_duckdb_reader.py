@@ -54,6 +54,24 @@ def test_a_snapshot_reads_the_manifest_files_with_parameters(
     assert named["n"].item() == 3
 
 
+def test_record_batches_stream_a_result_through_other_queries_of_the_same_thread(
+    publish: Publish, reader: DuckDBWarehouseReader
+) -> None:
+    """A bulk export reads batch by batch while requests on that thread query the snapshot."""
+    publish(1, [float(i) for i in range(1, 11)])
+    reader.refresh()
+    snapshot = reader.current()
+    assert snapshot is not None
+    batches = snapshot.record_batches(
+        "SELECT close FROM daily_prices WHERE close > ?", [2.0], batch_rows=3
+    )
+    first = batches.read_next_batch()
+    assert closes(snapshot) == [float(i) for i in range(1, 11)]  # the thread's cursor, meanwhile
+    rest = [value for batch in batches for value in batch.column("close").to_pylist()]
+    assert first.num_rows <= 3
+    assert sorted([*first.column("close").to_pylist(), *rest]) == [float(i) for i in range(3, 11)]
+
+
 def test_tables_the_manifest_does_not_list_are_empty_with_the_catalog_schema(
     publish: Publish, reader: DuckDBWarehouseReader
 ) -> None:
