@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Generic, Literal, TypeVar
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
@@ -33,6 +35,27 @@ def int_segment(name: str, raw: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise InvalidParameter(name, f"must be at least {minimum}")
     return value
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def day_param(name: str, raw: str | None) -> date | None:
+    """A `YYYY-MM-DD` day (None when absent); 422 naming the parameter when it is not one."""
+    if raw is None:
+        return None
+    try:
+        if _DAY.fullmatch(raw):
+            return date.fromisoformat(raw)
+    except ValueError:
+        pass
+    raise InvalidParameter(name, f"expected a date YYYY-MM-DD, got '{raw}'")
+
+
+def day_range(start: date | None, end: date | None) -> None:
+    """decisions.md: `from` later than `to` answers 422."""
+    if start is not None and end is not None and start > end:
+        raise InvalidParameter("from", "must not be later than 'to'")
 
 
 CRYPTO_ONLY: tuple[str, ...] = ("crypto",)

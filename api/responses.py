@@ -49,6 +49,11 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
+def not_modified(request: Request[Any, Any, Any], etag: str) -> bool:
+    """Whether the request's If-None-Match holds `etag`: the client's copy is current (304)."""
+    return _matches(_if_none_match(request), etag)
+
+
 def _if_none_match(request: Request[Any, Any, Any]) -> str | None:
     """The first If-None-Match header (as Litestar's `request.headers.get`), read from the raw
     scope headers without building Litestar's header multidict."""

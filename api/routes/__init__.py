@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from litestar import Controller
 
+from api.routes.bulk import BulkController
 from api.routes.common import mounted
 from api.routes.instruments import InstrumentsController
 from api.routes.legacy import LegacyController
@@ -21,6 +22,7 @@ V2_CONTROLLERS: list[type[Controller]] = [
         SentimentController,
         CryptoTradesController,
         MarketTradesController,
+        BulkController,
     ),
     LegacyController,
 ]
