@@ -79,6 +79,8 @@ ROUTES: list[tuple[str, str, tuple[Any, ...], dict[str, Any], type[Resource]]] =
     ("/api/v2/market/trends/{coin}", "legacy_trends", ("btc",), {}, LegacyTrends),
 ]  # fmt: skip
 """Route template of the spec, SDK method, arguments, the resource it answers."""
+FILES = {"/api/v2/{market}/bulk/{dataset}": "bulk_export"}
+"""Routes that answer files, not resources: template -> the SDK method that saves them."""
 PUBLIC = {"/api/v1/status"}
 """Routes that carry no balance headers (no token accounting)."""
 
@@ -105,7 +107,8 @@ def test_the_sdk_has_a_method_for_every_operation_of_the_served_openapi_document
     document = httpx.get(f"{served_api.base}/schema/openapi.json").json()
     assert {path for path, item in document["paths"].items() if "get" in item} == {
         template for template, *_ in ROUTES
-    }
+    } | set(FILES)
+    assert all(callable(getattr(Client, method, None)) for method in FILES.values())
 
 
 @pytest.mark.parametrize(("template", "method", "args", "kwargs", "answer"), ROUTES)

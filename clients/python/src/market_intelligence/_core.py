@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -13,7 +15,7 @@ import msgspec
 
 from market_intelligence.errors import RETRYABLE, ApiError, error_for, parse_retry_after
 from market_intelligence.models import Balance, Resource
-from market_intelligence.routes import Call
+from market_intelligence.routes import Call, Download
 
 R = TypeVar("R", bound=Resource)
 
@@ -28,6 +30,8 @@ BALANCE_HEADERS = {
     "remaining_today": "x-tokens-remaining-today",
 }
 NOT_MODIFIED = 304
+_FILENAME = re.compile(r'filename="([^"/\\]+)"')
+"""The file name of a bulk export's Content-Disposition (no path separators)."""
 
 try:
     USER_AGENT = f"market-intelligence-client/{version('market-intelligence-client')}"
@@ -127,6 +131,30 @@ class Core:
         if etag:
             self.cache.put(call.key, Cached(etag, response.content))
         return self.decode(call, response.content)
+
+    def file_url(self, download: Download) -> str:
+        return self.base_url + download.path
+
+    def file_headers(self) -> dict[str, str]:
+        """A bulk export's headers: the key, no If-None-Match (files are not kept in memory)."""
+        headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def file_target(self, response: httpx.Response, destination: Path) -> Path:
+        """Where a bulk export's 200 goes (a directory: the server's file name in it); a failure's
+        typed error raised (its body already read). Remembers the balance headers."""
+        self.balance = balance_of(response.headers) or self.balance
+        self.revalidated = False
+        if response.status_code != httpx.codes.OK:
+            raise self.error(response)
+        if not destination.is_dir():
+            return destination
+        named = _FILENAME.search(response.headers.get("content-disposition", ""))
+        if named is None:
+            raise ValueError("the response names no file: give a file path, not a directory")
+        return destination / named.group(1)
 
     def decode(self, call: Call[R], body: bytes) -> R:
         decoder = self._decoders.get(call.answer)

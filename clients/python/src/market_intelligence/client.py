@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator
+from datetime import date
+from pathlib import Path
 from types import TracebackType
 from typing import Protocol, TypeVar
 
@@ -18,6 +21,8 @@ from market_intelligence.models import (
     BriefList,
     CurrentAction,
     CurrentTrend,
+    Dataset,
+    FileFormat,
     Indicators,
     Instrument,
     InstrumentAnalysis,
@@ -40,12 +45,17 @@ from market_intelligence.models import (
     TrendHistory,
     TrendSegments,
 )
-from market_intelligence.routes import SYMBOLS_PAGE_MAX, TRADES_PAGE_MAX, Call, Moment
+from market_intelligence.routes import SYMBOLS_PAGE_MAX, TRADES_PAGE_MAX, Call, Download, Moment
 
 R = TypeVar("R", bound=Resource)
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds per request; the server gives up on a request after 120."""
+
+
+def _part(target: Path) -> Path:
+    """Where a download is written until complete (an interrupted one never has the final name)."""
+    return target.with_name(target.name + ".part")
 
 
 def _page_size(requested: int, most: int) -> int:
@@ -305,6 +315,48 @@ class Client(_Settings):
         """Legacy form: a coin's sentiment by topic over `days` days under `Success`."""
         return self._send(routes.legacy_sentiment(coin, days))
 
+    def bulk_export(
+        self,
+        market: Market,
+        dataset: Dataset,
+        destination: str | os.PathLike[str],
+        *,
+        format: FileFormat | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        symbols: Iterable[str] | None = None,
+    ) -> Path:
+        """Stream a whole dataset of one market (the current data version) into a file.
+
+        `destination` is a file path, or a directory to save under the server's file name
+        (`<market>-<dataset>-<version>.<ext>`); returns the path written. The body is written as
+        it arrives, never held in memory, into a `.part` file renamed once complete. `format`:
+        parquet (default), arrow (IPC stream) or csv; `start`/`end` keep the days between them
+        (inclusive), `symbols` the named symbols. Costs 1 token per 1,000 rows, at least 10; not
+        on the sandbox plan (`PaymentRequired`).
+        """
+        download = routes.bulk_export(market, dataset, format, start, end, symbols)
+        core = self._core
+        retrying = stamina.retry_context(
+            on=core.backoff, attempts=core.retry_attempts, timeout=None
+        )
+        for attempt in retrying:
+            with attempt:
+                return self._download(download, Path(destination))
+        raise AssertionError("unreachable: stamina re-raises the last failure")
+
+    def _download(self, download: Download, destination: Path) -> Path:
+        core = self._core
+        url, headers = core.file_url(download), core.file_headers()
+        with self._http.stream("GET", url, params=download.query, headers=headers) as response:
+            if response.status_code != httpx.codes.OK:
+                response.read()
+            target = core.file_target(response, destination)
+            with _part(target).open("wb") as out:
+                for chunk in response.iter_bytes():
+                    out.write(chunk)
+        return _part(target).replace(target)
+
 
 class AsyncClient(_Settings):
     """As `Client`, with coroutines; pass `http` to use your own `httpx.AsyncClient`."""
@@ -522,6 +574,42 @@ class AsyncClient(_Settings):
     async def legacy_sentiment(self, coin: str, days: int) -> LegacySentiment:
         """Legacy form: a coin's sentiment by topic over `days` days under `Success`."""
         return await self._send(routes.legacy_sentiment(coin, days))
+
+    async def bulk_export(
+        self,
+        market: Market,
+        dataset: Dataset,
+        destination: str | os.PathLike[str],
+        *,
+        format: FileFormat | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        symbols: Iterable[str] | None = None,
+    ) -> Path:
+        """`Client.bulk_export` as a coroutine."""
+        download = routes.bulk_export(market, dataset, format, start, end, symbols)
+        core = self._core
+        retrying = stamina.retry_context(
+            on=core.backoff, attempts=core.retry_attempts, timeout=None
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._download(download, Path(destination))
+        raise AssertionError("unreachable: stamina re-raises the last failure")
+
+    async def _download(self, download: Download, destination: Path) -> Path:
+        core = self._core
+        url, headers = core.file_url(download), core.file_headers()
+        async with self._http.stream(
+            "GET", url, params=download.query, headers=headers
+        ) as response:
+            if response.status_code != httpx.codes.OK:
+                await response.aread()
+            target = core.file_target(response, destination)
+            with _part(target).open("wb") as out:  # local disk: small blocking writes
+                async for chunk in response.aiter_bytes():
+                    out.write(chunk)
+        return _part(target).replace(target)
 
 
 class _FetchTrades(Protocol):

@@ -12,6 +12,19 @@ if TYPE_CHECKING:
     import polars as pl
 
 Market = Literal["crypto", "forex", "commodities", "stocks"]
+Dataset = Literal[
+    "daily-prices",
+    "indicator-snapshots",
+    "trend-history",
+    "trend-segments",
+    "backtest-trades",
+    "backtest-summaries",
+    "briefs",
+    "sentiment-daily",
+]
+"""The datasets bulk export offers, each a warehouse table of one market."""
+FileFormat = Literal["parquet", "arrow", "csv"]
+"""Bulk export's file formats: Parquet, the Arrow IPC stream format, CSV."""
 Strategy = Literal["aggressive", "conservative"]
 Action = Literal["Buy", "Sell", "Hold", "Stay"]
 CheckStatus = Literal["ok", "degraded", "error"]

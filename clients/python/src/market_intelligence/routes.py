@@ -6,6 +6,7 @@ parameter names are written once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Generic, TypeVar
@@ -17,6 +18,8 @@ from market_intelligence.models import (
     BriefList,
     CurrentAction,
     CurrentTrend,
+    Dataset,
+    FileFormat,
     Indicators,
     Instrument,
     InstrumentAnalysis,
@@ -233,3 +236,37 @@ def legacy_trends(coin: str) -> Call[LegacyTrends]:
 
 def legacy_sentiment(coin: str, days: int) -> Call[LegacySentiment]:
     return Call("/api/v2/sentiment/sentiment/" + _path(coin, days), LegacySentiment)
+
+
+# -- bulk export: files, not resources
+
+
+@dataclass(frozen=True)
+class Download:
+    """One GET of a file: the path under the base URL and the query (None values left out)."""
+
+    path: str
+    query: Query = field(default_factory=dict)
+
+
+def bulk_export(
+    market: Market,
+    dataset: Dataset,
+    file_format: FileFormat | None,
+    start: date | None,
+    end: date | None,
+    symbols: Iterable[str] | None,
+) -> Download:
+    """`from` and `to` are days (inclusive); `symbols` goes comma-separated."""
+    query = _query(
+        format=file_format,
+        **{"from": _day(start), "to": _day(end)},
+        symbols=None if symbols is None else ",".join(symbols),
+    )
+    return Download(market_route(market, "bulk", dataset), query)
+
+
+def _day(day: date | None) -> str | None:
+    if isinstance(day, datetime):
+        raise TypeError("bulk export filters by day: pass a date, not a datetime")
+    return None if day is None else day.isoformat()
