@@ -22,14 +22,25 @@ def resolve_market(segment: str, live_markets: Sequence[str]) -> str:
     return market
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def int64(name: str, value: int) -> int:
+    """`value`, or 422 naming the parameter when it is outside the signed 64-bit range
+    (decisions.md: `skip=45006006736823993237504` is a 422, never a 500 from the database)."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidParameter(name, "outside the signed 64-bit integer range")
+    return value
+
+
 def int_segment(name: str, raw: str, *, minimum: int | None = None) -> int:
-    """An integer path segment, 422 naming it when it is not one.
+    """An integer path segment, 422 naming it when it is not one (or not a 64-bit one).
 
     Declare such segments `{name:str}` and parse them here: Litestar answers a `{name:int}` segment
     that is not an integer with 404 (no route matched), where decisions.md asks for 422.
     """
     try:
-        value = int(raw)
+        value = int64(name, int(raw))
     except ValueError:
         raise InvalidParameter(name, f"expected an integer, got '{raw}'") from None
     if minimum is not None and value < minimum:
@@ -97,6 +108,10 @@ class Bounds(Generic[Default]):
 
     def clamp(self, value: int) -> int:
         return clamp(value, self.low, self.high)
+
+    def served(self, value: int) -> int:
+        """A request's value as the route serves it: 422 outside 64 bits, else clamped."""
+        return self.clamp(int64(self.name, value))
 
     def value_of(self, value: int | None) -> int | None:
         """The value a request is served with: its default when absent, else clamped."""

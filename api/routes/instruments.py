@@ -62,7 +62,7 @@ class InstrumentsController(Controller):
     ) -> Response[SymbolList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit, skip = SYMBOLS_LIMIT.clamp(limit), SKIP.clamp(skip)
+        limit, skip = SYMBOLS_LIMIT.served(limit), SKIP.served(skip)
         index = await instrument_index(snapshot)
 
         async def build() -> SymbolList:

@@ -87,7 +87,7 @@ class LegacyController(Controller):
     ) -> Response[LegacySentimentSuccess]:
         snapshot = request_snapshot(request)
         market = serving_of(request).market("crypto")
-        count = LEGACY_SENTIMENT_DAYS.clamp(int_segment("days", days))
+        count = LEGACY_SENTIMENT_DAYS.served(int_segment("days", days))
         found = await instrument_served(snapshot, market, coin, "sentiment_topics")
 
         async def build() -> LegacySentimentSuccess:

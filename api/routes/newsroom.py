@@ -97,7 +97,7 @@ class NewsroomController(Controller):
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = BRIEFS_LIMIT.clamp(limit)
+        limit = BRIEFS_LIMIT.served(limit)
         found = await instrument_served(snapshot, market, symbol, "briefs")
 
         async def build() -> BriefList:
@@ -125,7 +125,7 @@ class NewsroomController(Controller):
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = SEARCH_LIMIT.clamp(limit)
+        limit = SEARCH_LIMIT.served(limit)
         found = await instrument_served(snapshot, market, symbol, "briefs")
         now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
         title_sql, words = keyword_filter(keywords)

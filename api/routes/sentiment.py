@@ -42,7 +42,7 @@ class SentimentController(Controller):
     ) -> Response[SentimentHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = SENTIMENT_LIMIT.clamp(limit)
+        limit = SENTIMENT_LIMIT.served(limit)
         found = await instrument_served(snapshot, market, symbol, "sentiment_daily")
 
         async def build() -> SentimentHistory:

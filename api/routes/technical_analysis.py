@@ -8,7 +8,7 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api.errors import InvalidParameter, NotFound, error_responses
-from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, int_segment
+from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, int64, int_segment
 from api.responses import serve
 from api.routes.common import (
     Row,
@@ -118,7 +118,7 @@ class TechnicalAnalysisController(Controller):
         market = market_of(request)
         start_ms = None if start is None else int_segment("from", start)
         end_ms = None if end is None else int_segment("to", end)
-        if limit is not None and limit < PRICE_POINTS_LIMIT.low:
+        if limit is not None and int64("limit", limit) < PRICE_POINTS_LIMIT.low:
             raise InvalidParameter("limit", f"must be at least {PRICE_POINTS_LIMIT.low}")
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise InvalidParameter("from", "must not be later than 'to'")
@@ -144,7 +144,7 @@ class TechnicalAnalysisController(Controller):
     ) -> Response[Indicators]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        period = INDICATOR_PERIOD.clamp(period)
+        period = INDICATOR_PERIOD.served(period)
         found = await instrument_served(snapshot, market, symbol, "indicator_snapshots")
 
         async def build() -> Indicators:

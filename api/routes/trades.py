@@ -112,7 +112,7 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen = strategy_param(strategy)
-        years, limit = BACKTEST_YEARS.clamp(years), BACKTEST_TRADES_LIMIT.clamp(limit)
+        years, limit = BACKTEST_YEARS.served(years), BACKTEST_TRADES_LIMIT.served(limit)
         found = await instrument_served(snapshot, market, symbol, "backtest_trades")
 
         async def build() -> TradeList:
@@ -138,7 +138,7 @@ class CryptoTradesController(Controller):
     ) -> Response[BacktestSummary]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, years = strategy_param(strategy), BACKTEST_YEARS.clamp(years)
+        chosen, years = strategy_param(strategy), BACKTEST_YEARS.served(years)
         found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
 
         async def build() -> BacktestSummary:
@@ -193,7 +193,7 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen = strategies(strategy)
-        limit, skip = RECENT_TRADES_LIMIT.clamp(limit), SKIP.clamp(skip)
+        limit, skip = RECENT_TRADES_LIMIT.served(limit), SKIP.served(skip)
         require_tables(snapshot, "backtest_trades")
         day = "start_date" if side == "buys" else "sell_date"
 
@@ -249,7 +249,7 @@ class CryptoTradesController(Controller):
     ) -> Response[RecommendationList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, limit = strategy_param(strategy), RECOMMENDATIONS_LIMIT.clamp(limit)
+        chosen, limit = strategy_param(strategy), RECOMMENDATIONS_LIMIT.served(limit)
         require_tables(snapshot, "recommendations")
 
         async def build() -> RecommendationList:
@@ -277,7 +277,7 @@ class CryptoTradesController(Controller):
     ) -> Response[TrendHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        count = TREND_HISTORY_LIMIT.clamp(int_segment("limit", limit))
+        count = TREND_HISTORY_LIMIT.served(int_segment("limit", limit))
         found = await instrument_served(snapshot, market, symbol, "trend_history")
 
         async def build() -> TrendHistory:
@@ -338,7 +338,7 @@ class MarketTradesController(Controller):
     ) -> Response[TrendSegmentsBody]:
         snapshot = request_snapshot(request)
         market = market_of(request, NON_CRYPTO)
-        limit = TREND_SEGMENTS_LIMIT.clamp(limit)
+        limit = TREND_SEGMENTS_LIMIT.served(limit)
         found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> TrendSegmentsBody:

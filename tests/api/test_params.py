@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from api.errors import InvalidParameter, MarketNotLive, NotFound
-from api.params import int_segment, resolve_market
+from api.params import SKIP, int_segment, resolve_market
 
 LIVE = ("crypto", "forex")
 
@@ -31,9 +31,23 @@ def test_an_integer_segment_parses(raw: str, value: int) -> None:
     assert int_segment("limit", raw) == value
 
 
-@pytest.mark.parametrize(("raw", "minimum"), [("abc", None), ("1.5", None), ("0", 1)])
+@pytest.mark.parametrize(
+    ("raw", "minimum"),
+    [("abc", None), ("1.5", None), ("0", 1), (str(2**63), None), (str(-(2**63) - 1), None)],
+)
 def test_a_bad_integer_segment_is_a_422_naming_it(raw: str, minimum: int | None) -> None:
     with pytest.raises(InvalidParameter) as raised:
         int_segment("limit", raw, minimum=minimum)
     assert raised.value.status_code == 422
     assert "'limit'" in raised.value.message
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63)])
+def test_the_64_bit_extremes_are_served_clamped(value: int) -> None:
+    assert SKIP.served(value) == max(0, value)
+
+
+def test_a_value_outside_64_bits_is_a_422_however_it_would_clamp() -> None:
+    with pytest.raises(InvalidParameter, match="'skip'"):
+        SKIP.served(2**75)
+    assert SKIP.clamp(2**75) == 2**75  # the cost rule's clamp stays total: metering never raises

@@ -157,6 +157,38 @@ def test_ill_typed_parameters_are_422(full: Client, url: str) -> None:
     assert "Invalid parameter" in response.json()["error"]
 
 
+HUGE = "45006006736823993237504"
+"""An integer outside the signed 64-bit range (decisions.md's example)."""
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        (f"{C}/trades/get-recent-sells?skip={HUGE}", "skip"),
+        (f"{C}/trades/get-recent-buys?limit=-{HUGE}", "limit"),
+        (f"{C}/trades/get-recommendations?limit={HUGE}", "limit"),
+        (f"{C}/trades/get-backtest-history/BTC/aggressive?years={HUGE}", "years"),
+        (f"{C}/trades/get-backtest-summary/BTC/aggressive?years={HUGE}", "years"),
+        (f"{C}/trades/get-trend-history/BTC/{HUGE}", "limit"),
+        (f"{C}/technical-analysis/get-indicators/BTC?period={HUGE}", "period"),
+        (f"{C}/technical-analysis/get-price-history/BTC?limit={HUGE}", "limit"),
+        (f"{C}/technical-analysis/get-price-history/BTC?from=-{HUGE}", "from"),
+        (f"{C}/instruments/list-symbols?skip={HUGE}", "skip"),
+        (f"{C}/newsroom/get-recent-briefs/BTC?limit={HUGE}", "limit"),
+        (f"{C}/sentiment/get-sentiment-history/BTC?limit={HUGE}", "limit"),
+        ("/api/v2/sentiment/sentiment/BTC/" + HUGE, "days"),
+    ],
+)
+def test_an_integer_outside_64_bits_is_a_422_naming_it_never_a_500(
+    full: Client, url: str, name: str
+) -> None:
+    """decisions.md: an integer outside the signed 64-bit range answers 422 naming the parameter,
+    where it is clamped as where it is not (clamping it would hide a client's bug)."""
+    response = full.get(url)
+    assert response.status_code == 422, response.text
+    assert f"Invalid parameter '{name}'" in response.json()["error"]
+
+
 @pytest.mark.parametrize(("period", "served"), [(None, 30), (1, 2), (9999, 365), (30, 30)])
 def test_indicators_period_defaults_to_30_and_is_clamped(
     full: Client, period: int | None, served: int
