@@ -18,7 +18,9 @@ from api.dependencies import SERVING_STATE, Serving, constant, snapshot_provider
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
 from api.heap import frozen_startup_heap
+from api.metering.config import MeteringConfig
 from api.metering.plugin import MeteringPlugin, metering_enabled
+from api.openapi import ToolsOpenAPIPlugin
 from api.routes import V2_CONTROLLERS
 from api.routes.common import prepare_snapshot
 from api.routes.system import SystemController
@@ -34,11 +36,13 @@ def create_app(
     reader: WarehouseReader | None = None,
     health_checks: Sequence[HealthCheck] = (),
     plugins: Sequence[InitPluginProtocol] = (),
+    metering: MeteringConfig | None = None,
 ) -> Litestar:
     """The API for `settings`.
 
     `health_checks` adds a `/api/v1/status` check per extra datastore; `plugins` (Litestar init
-    plugins) add cross-cutting concerns with their own middleware and lifespan, e.g. metering.
+    plugins) add cross-cutting concerns with their own middleware and lifespan, e.g. metering;
+    `metering` is the configuration the OpenAPI document states the bearer scheme and costs from.
     """
     reader = reader or _warehouse_reader(settings)
     health = Health(
@@ -64,7 +68,7 @@ def create_app(
         state=State({SERVING_STATE: Serving(reader, settings)}),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[reader_lifespan, frozen_startup_heap],  # frozen once the snapshot is loaded
-        openapi_config=_openapi_config(settings),
+        openapi_config=_openapi_config(settings, metering),
         logging_config=_logging_config(),
         plugins=list(plugins),
         debug=False,
@@ -86,12 +90,12 @@ def _warehouse_reader(settings: ApiSettings) -> DuckDBWarehouseReader:
     )
 
 
-def _openapi_config(settings: ApiSettings) -> OpenAPIConfig:
+def _openapi_config(settings: ApiSettings, metering: MeteringConfig | None) -> OpenAPIConfig:
     return OpenAPIConfig(
         title="Market Intelligence API",
         version=settings.version,
         description="Read-only market intelligence: prices, indicators, trends, news, backtests.",
-        render_plugins=[ScalarRenderPlugin()],
+        render_plugins=[ScalarRenderPlugin(), ToolsOpenAPIPlugin(metering)],
         openapi_router=Router(
             "/schema",
             route_handlers=[],
@@ -117,4 +121,9 @@ def asgi_app() -> Litestar:
     if not metering_enabled(env):  # MI_METERING_URL=off: no auth, no metering (benchmark baseline)
         return create_app(settings)
     metering = MeteringPlugin.from_env(env, settings.data_dir)
-    return create_app(settings, plugins=[metering], health_checks=[metering.health_check])
+    return create_app(
+        settings,
+        plugins=[metering],
+        health_checks=[metering.health_check],
+        metering=metering.config,
+    )

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Generic, Literal, TypeVar
 
+from litestar.openapi.spec import OpenAPIType
+from litestar.params import ParameterKwarg, PathParameter, QueryParameter
+
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
 from pipelines.catalog import MARKETS, STRATEGIES
 
@@ -97,7 +100,7 @@ Default = TypeVar("Default", int, None)
 @dataclass(frozen=True, slots=True)
 class Bounds(Generic[Default]):
     """An integer parameter's bounds (decisions.md: clamped, not rejected) and its default: the one
-    definition the route and its cost rule (`api.metering.config`) both read."""
+    definition the route, its cost rule (`api.metering.config`) and its OpenAPI schema read."""
 
     name: str
     default: Default
@@ -105,17 +108,41 @@ class Bounds(Generic[Default]):
     low: int
     high: int | None = None
     source: Literal["query", "path"] = "query"
+    clamped: bool = True
+    """False: a value below `low` is a 422 (get-price-history's `limit`), not raised to it."""
 
     def clamp(self, value: int) -> int:
         return clamp(value, self.low, self.high)
 
     def served(self, value: int) -> int:
-        """A request's value as the route serves it: 422 outside 64 bits, else clamped."""
-        return self.clamp(int64(self.name, value))
+        """A request's value as the route serves it: 422 outside 64 bits (or below `low` when not
+        clamped), else clamped."""
+        if int64(self.name, value) < self.low and not self.clamped:
+            raise InvalidParameter(self.name, f"must be at least {self.low}")
+        return self.clamp(value)
 
     def value_of(self, value: int | None) -> int | None:
         """The value a request is served with: its default when absent, else clamped."""
         return self.default if value is None else self.clamp(value)
+
+    def parameter(self) -> ParameterKwarg:
+        """The parameter as the OpenAPI document shows it: a 64-bit integer with its bounds (a
+        path segment too, though the route parses it from text) and what happens outside them."""
+        schema: dict[str, Any] = {"type": OpenAPIType.INTEGER, "format": "int64", "minimum": self.low}  # fmt: skip
+        if self.high is not None:
+            schema["maximum"] = self.high
+        declared = PathParameter if self.source == "path" else QueryParameter
+        return declared(description=self.description, schema_extra=schema)
+
+    @property
+    def description(self) -> str:
+        if not self.clamped:
+            return f"at least {self.low} (less answers 422)"
+        if self.high is None:
+            return f"values below {self.low} are raised to it"
+        return (
+            f"clamped to {self.low}..{self.high} (values outside are served as the nearest bound)"
+        )
 
 
 SKIP = Bounds("skip", default=0, low=0)
@@ -124,7 +151,7 @@ BRIEFS_LIMIT = Bounds("limit", default=10, low=1, high=500)
 SEARCH_LIMIT = Bounds("limit", default=20, low=1, high=500)
 SENTIMENT_LIMIT = Bounds("limit", default=30, low=1, high=3650)
 LEGACY_SENTIMENT_DAYS = Bounds("days", default=30, low=1, high=3650, source="path")
-PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1)
+PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1, clamped=False)
 """No default: without `limit` get-price-history answers every point (a value below 1 is a 422)."""
 INDICATOR_PERIOD = Bounds("period", default=30, low=2, high=365)
 BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20)

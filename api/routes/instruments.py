@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
 from api.params import CRYPTO_ONLY, SKIP, SYMBOLS_LIMIT
@@ -57,8 +57,8 @@ class InstrumentsController(Controller):
     async def list_symbols(
         self,
         request: Request[Any, Any, Any],
-        limit: FromQuery[int] = SYMBOLS_LIMIT.default,
-        skip: FromQuery[int] = SKIP.default,
+        limit: Annotated[int, SYMBOLS_LIMIT.parameter()] = SYMBOLS_LIMIT.default,
+        skip: Annotated[int, SKIP.parameter()] = SKIP.default,
     ) -> Response[SymbolList]:
         snapshot = request_snapshot(request)
         market = market_of(request)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
@@ -83,7 +83,7 @@ class LegacyController(Controller):
         self,
         request: Request[Any, Any, Any],
         coin: FromPath[str],
-        days: FromPath[str],
+        days: Annotated[str, LEGACY_SENTIMENT_DAYS.parameter()],
     ) -> Response[LegacySentimentSuccess]:
         snapshot = request_snapshot(request)
         market = serving_of(request).market("crypto")

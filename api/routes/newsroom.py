@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
@@ -93,7 +93,7 @@ class NewsroomController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int] = BRIEFS_LIMIT.default,
+        limit: Annotated[int, BRIEFS_LIMIT.parameter()] = BRIEFS_LIMIT.default,
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
@@ -121,7 +121,7 @@ class NewsroomController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         keywords: FromQuery[str | None] = None,
-        limit: FromQuery[int] = SEARCH_LIMIT.default,
+        limit: Annotated[int, SEARCH_LIMIT.parameter()] = SEARCH_LIMIT.default,
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)

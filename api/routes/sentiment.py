@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath
 
 from api.errors import error_responses
 from api.params import SENTIMENT_LIMIT
@@ -38,7 +38,7 @@ class SentimentController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int] = SENTIMENT_LIMIT.default,
+        limit: Annotated[int, SENTIMENT_LIMIT.parameter()] = SENTIMENT_LIMIT.default,
     ) -> Response[SentimentHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery, QueryParameter
+from litestar.params import FromPath, QueryParameter
 
 from api.errors import InvalidParameter, NotFound, error_responses
-from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, int64, int_segment
+from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, int_segment
 from api.responses import serve
 from api.routes.common import (
     Row,
@@ -110,7 +110,7 @@ class TechnicalAnalysisController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int | None] = None,
+        limit: Annotated[int | None, PRICE_POINTS_LIMIT.parameter()] = None,
         start: Annotated[str | None, QueryParameter(name="from", schema_extra=INT64)] = None,
         end: Annotated[str | None, QueryParameter(name="to", schema_extra=INT64)] = None,
     ) -> Response[PriceHistory]:
@@ -118,8 +118,7 @@ class TechnicalAnalysisController(Controller):
         market = market_of(request)
         start_ms = None if start is None else int_segment("from", start)
         end_ms = None if end is None else int_segment("to", end)
-        if limit is not None and int64("limit", limit) < PRICE_POINTS_LIMIT.low:
-            raise InvalidParameter("limit", f"must be at least {PRICE_POINTS_LIMIT.low}")
+        limit = None if limit is None else PRICE_POINTS_LIMIT.served(limit)
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise InvalidParameter("from", "must not be later than 'to'")
         found = await instrument_served(snapshot, market, symbol, "daily_prices")
@@ -140,7 +139,7 @@ class TechnicalAnalysisController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        period: FromQuery[int] = INDICATOR_PERIOD.default,
+        period: Annotated[int, INDICATOR_PERIOD.parameter()] = INDICATOR_PERIOD.default,
     ) -> Response[Indicators]:
         snapshot = request_snapshot(request)
         market = market_of(request)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
@@ -106,8 +106,8 @@ class CryptoTradesController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         strategy: FromPath[str],
-        years: FromQuery[int] = BACKTEST_YEARS.default,
-        limit: FromQuery[int] = BACKTEST_TRADES_LIMIT.default,
+        years: Annotated[int, BACKTEST_YEARS.parameter()] = BACKTEST_YEARS.default,
+        limit: Annotated[int, BACKTEST_TRADES_LIMIT.parameter()] = BACKTEST_TRADES_LIMIT.default,
     ) -> Response[TradeList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
@@ -134,7 +134,7 @@ class CryptoTradesController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         strategy: FromPath[str],
-        years: FromQuery[int] = BACKTEST_YEARS.default,
+        years: Annotated[int, BACKTEST_YEARS.parameter()] = BACKTEST_YEARS.default,
     ) -> Response[BacktestSummary]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
@@ -215,8 +215,8 @@ class CryptoTradesController(Controller):
     async def get_recent_buys(
         self,
         request: Request[Any, Any, Any],
-        limit: FromQuery[int] = RECENT_TRADES_LIMIT.default,
-        skip: FromQuery[int] = SKIP.default,
+        limit: Annotated[int, RECENT_TRADES_LIMIT.parameter()] = RECENT_TRADES_LIMIT.default,
+        skip: Annotated[int, SKIP.parameter()] = SKIP.default,
         strategy: FromQuery[str | None] = None,
     ) -> Response[TradeList]:
         return await self._recent(request, "buys", strategy, limit, skip)
@@ -229,8 +229,8 @@ class CryptoTradesController(Controller):
     async def get_recent_sells(
         self,
         request: Request[Any, Any, Any],
-        limit: FromQuery[int] = RECENT_TRADES_LIMIT.default,
-        skip: FromQuery[int] = SKIP.default,
+        limit: Annotated[int, RECENT_TRADES_LIMIT.parameter()] = RECENT_TRADES_LIMIT.default,
+        skip: Annotated[int, SKIP.parameter()] = SKIP.default,
         strategy: FromQuery[str | None] = None,
     ) -> Response[TradeList]:
         return await self._recent(request, "sells", strategy, limit, skip)
@@ -244,7 +244,7 @@ class CryptoTradesController(Controller):
         self,
         request: Request[Any, Any, Any],
         strategy: FromQuery[str] = "aggressive",
-        limit: FromQuery[int] = RECOMMENDATIONS_LIMIT.default,
+        limit: Annotated[int, RECOMMENDATIONS_LIMIT.parameter()] = RECOMMENDATIONS_LIMIT.default,
         min_score: FromQuery[float] = 3.5,
     ) -> Response[RecommendationList]:
         snapshot = request_snapshot(request)
@@ -273,7 +273,7 @@ class CryptoTradesController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromPath[str],
+        limit: Annotated[str, TREND_HISTORY_LIMIT.parameter()],
     ) -> Response[TrendHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
@@ -334,7 +334,7 @@ class MarketTradesController(Controller):
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: FromQuery[int] = TREND_SEGMENTS_LIMIT.default,
+        limit: Annotated[int, TREND_SEGMENTS_LIMIT.parameter()] = TREND_SEGMENTS_LIMIT.default,
     ) -> Response[TrendSegmentsBody]:
         snapshot = request_snapshot(request)
         market = market_of(request, NON_CRYPTO)

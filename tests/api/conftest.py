@@ -88,10 +88,12 @@ def client_for(settings: ApiSettings) -> Iterator[Callable[..., TestClient[Lites
     def start(*handlers: HTTPRouteHandler, **overrides: object) -> TestClient[Litestar]:
         health_checks = overrides.pop("health_checks", ())
         plugins = overrides.pop("plugins", ())
+        metering = overrides.pop("metering", None)
         app = create_app(
             replace(settings, **overrides),  # type: ignore[arg-type]
             health_checks=health_checks,  # type: ignore[arg-type]
             plugins=plugins,  # type: ignore[arg-type]
+            metering=metering,  # type: ignore[arg-type]
         )
         for handler in handlers:
             app.register(handler)

@@ -1,0 +1,247 @@
+"""The OpenAPI document tools can use: security, examples, enums, token costs, every error's body.
+
+Litestar generates the document from the routes (parameters with the bounds of `api.params.Bounds`,
+response schemas, each route's declared failures). `finish` completes it with what only the product
+knows, once per app: the bearer scheme, an example of every path parameter that exists in the
+embedded market, the enums of markets, strategies, datasets and formats, each operation's token cost
+from the metering configuration the server runs with (its description and `x-token-cost`), and the
+answers of the metering layer (401, 402, 429, 503, the balance headers) on every metered operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from copy import deepcopy
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.routes import HTTPRoute
+
+from api.export import DATASETS, FORMATS
+from api.metering.config import MeteringConfig, RowsCost, ScaledCost, cost_text
+from api.params import SCALED_BY
+from api.schemas import ErrorBody, PipelineErrorBody, TokenLimitErrorBody
+from pipelines.catalog import MARKETS, STRATEGIES
+
+Document = dict[str, Any]
+
+FIRST_CRYPTO_ARTICLE = "0f4667330aefc4fe3d07"
+"""The first crypto story of 2022-01-01, where every embedded market's history starts: its id is
+the hash of a guid made of the market, the day and the story's rank, whatever the seed or size."""
+EXAMPLES: dict[str, object] = {
+    "market": "crypto",
+    "symbol": "BTC",
+    "coin": "BTC",
+    "term": "bit",
+    "article_id": FIRST_CRYPTO_ARTICLE,
+    "strategy": "aggressive",
+    "limit": 30,
+    "days": 30,
+    "dataset": "daily-prices",
+    "keywords": "bitcoin",
+}
+"""An example of each path parameter (and of search-briefs' keywords) that the embedded market
+answers with data, so generators and fuzzers reach every operation's data, not its 404."""
+EXAMPLES_OF: dict[str, dict[str, object]] = {
+    "get-current-trend": {"market": "forex", "symbol": "EURUSD"},
+    "get-trend-segments": {"market": "stocks", "symbol": "AAPL"},
+    "scorecard": {"market": "commodities", "symbol": "GOLD"},
+}
+"""Operations whose examples differ: the routes of forex, commodities and stocks only."""
+ENUMS: dict[str, tuple[str, ...]] = {
+    "market": MARKETS,
+    "strategy": STRATEGIES,
+    "dataset": tuple(DATASETS),
+    "format": tuple(FORMATS),
+}
+"""Parameters with a closed set of values, by name (the same on every route that has them)."""
+DAY = {"type": "string", "format": "date", "description": "a day, YYYY-MM-DD (inclusive)"}
+DAY_PARAMETERS = {"bulk-export": ("from", "to")}
+FILE_OPERATIONS = {"bulk-export"}
+"""Operations answering files in FORMATS rather than JSON."""
+
+BEARER = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "An API key, `Authorization: Bearer mi_live_...` (docs/clients.md, Get a key).",
+}
+BALANCE_HEADERS = {
+    "x-tokens-cost": "tokens this request cost, net of same-request credit",
+    "x-tokens-limit": "the plan's monthly budget (-1: none)",
+    "x-tokens-limit-today": "the plan's daily cap (-1: none)",
+    "x-tokens-remaining": "tokens left this month: unused monthly base plus packs (-1: no budget)",
+    "x-tokens-remaining-today": "tokens left today (-1: no budget)",
+}
+RETRY_AFTER = {
+    "Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "integer"}}
+}
+
+
+class ToolsOpenAPIPlugin(JsonRenderPlugin):
+    """Serves the finished document at /schema/openapi.json (what the interactive page reads),
+    built once per app from the one Litestar generates."""
+
+    def __init__(self, metering: MeteringConfig | None) -> None:
+        super().__init__()
+        self.metering = metering
+        self._finished: bytes | None = None
+
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        if self._finished is None:
+            document = finish(openapi_schema, request.app, self.metering)
+            self._finished = self.render_json(request, document)
+        return self._finished
+
+
+def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) -> Document:
+    """`generated` completed for tools (a copy: Litestar keeps its own)."""
+    document = deepcopy(generated)
+    components = document.setdefault("components", {})
+    _add_error_schemas(components.setdefault("schemas", {}))
+    if metering is not None:
+        components["securitySchemes"] = {"bearer": BEARER}
+        document["security"] = [{"bearer": []}]
+    for path, handler in documented_handlers(app):
+        operation = document["paths"][path]["get"]
+        name: str | None = handler.opt.get("operation")
+        _describe_parameters(operation, name)
+        _drop_framework_400(operation)
+        if name is None:
+            operation["security"] = []  # status: public, never metered
+            continue
+        _add_answers(operation, path, name)
+        if metering is not None:
+            _add_metering(operation, name, handler, metering)
+    return document
+
+
+def documented_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler]]:
+    for route in app.routes:
+        if isinstance(route, HTTPRoute):
+            for handler in route.route_handlers:
+                if handler.resolve_include_in_schema() and "GET" in handler.http_methods:
+                    yield route.path_format, handler
+
+
+def _describe_parameters(operation: Document, name: str | None) -> None:
+    examples = {**EXAMPLES, **EXAMPLES_OF.get(name or "", {})}
+    for parameter in operation.get("parameters", []):
+        key = parameter["name"]
+        if key in ENUMS:
+            parameter["schema"] = {**_plain(parameter["schema"]), "enum": list(ENUMS[key])}
+        if key in DAY_PARAMETERS.get(name or "", ()):
+            parameter["schema"] = dict(DAY)
+        if key in examples and (parameter["in"] == "path" or key == "keywords"):
+            parameter["example"] = examples[key]
+
+
+def _plain(schema: Document) -> Document:
+    """A string schema without Litestar's `oneOf [string, null]` of an optional parameter (absent
+    is how a client leaves it out; null is no value a query string can carry)."""
+    kept = {key: value for key, value in schema.items() if key != "oneOf"}
+    return {"type": "string", **kept}
+
+
+def _drop_framework_400(operation: Document) -> None:
+    """Litestar documents its own parameter validation as a 400 with its own body on every route
+    with parameters; this API answers those as 422 in the `error` envelope (`api.errors`), and a
+    route that can answer 400 declares it (`error_responses`)."""
+    bad = operation.get("responses", {}).get("400", {})
+    schema = bad.get("content", {}).get("application/json", {}).get("schema", {})
+    if schema.get("description") == "Validation Exception":
+        del operation["responses"]["400"]
+
+
+def _add_answers(operation: Document, path: str, name: str) -> None:
+    """What every /api/v2 answer carries (ETag and its 304) and the files of file operations."""
+    responses = operation["responses"]
+    if path.startswith("/api/v2"):
+        responses["304"] = {
+            "description": "Not Modified: If-None-Match held the current ETag; no body, free",
+        }
+        responses["200"].setdefault("headers", {})["ETag"] = {
+            "description": "the data version and the normalized request",
+            "schema": {"type": "string"},
+        }
+    if name in FILE_OPERATIONS:
+        binary = {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}
+        responses["200"]["content"] = {fmt.media_type: binary for fmt in FORMATS.values()}
+        responses["200"]["description"] = "the file, streamed"
+        responses["200"]["headers"]["Content-Disposition"] = {
+            "description": 'attachment; filename="<market>-<dataset>-<version>.<ext>"',
+            "schema": {"type": "string"},
+        }
+
+
+def _add_metering(
+    operation: Document, name: str, handler: HTTPRouteHandler, metering: MeteringConfig
+) -> None:
+    """Security, the cost, the balance headers and the metering layer's failures."""
+    if handler.opt.get("key") == "optional":
+        operation["security"] = [{}, {"bearer": []}]
+    operation["x-token-cost"] = cost_extension(metering, name)
+    cost = f"Cost: {cost_text(metering, name)}."
+    description = operation.get("description")
+    operation["description"] = f"{description}\n\n{cost}" if description else cost
+    responses = operation["responses"]
+    headers = responses["200"].setdefault("headers", {})
+    for header, meaning in BALANCE_HEADERS.items():
+        headers[header] = {"description": meaning, "schema": {"type": "integer"}, "required": True}
+    responses.update(_metering_failures())
+
+
+def _metering_failures() -> Document:
+    pipeline = _json(_ref("PipelineErrorBody"))
+    token_limit = {"oneOf": [_ref("PipelineErrorBody"), _ref("TokenLimitErrorBody")]}
+    return {
+        "401": {
+            "description": "missing, malformed or unknown key; or the budget cannot pay for the"
+            " request (error_code DAILY_TOKEN_LIMIT or MONTHLY_TOKEN_LIMIT, free)",
+            "content": {"application/json": {"schema": token_limit}},
+        },
+        "402": {"description": "the plan does not include the market or operation", **pipeline},
+        "429": {"description": "rate or connection limit", "headers": RETRY_AFTER, **pipeline},
+        "503": {
+            "description": "a dependency (the data, the metering store) is briefly unavailable",
+            "headers": RETRY_AFTER,
+            **_json(_ref("ErrorBody")),
+        },
+    }
+
+
+def cost_extension(metering: MeteringConfig, operation: str) -> Document:
+    """`x-token-cost`: what a request costs in tokens, for machines (the rule the text states)."""
+    rule = metering.cost_rule(operation)
+    if isinstance(rule, int):
+        return {"min": rule, "max": rule}
+    if isinstance(rule, RowsCost):
+        return {"min": rule.minimum, "max": None, "rows_per_token": rule.rows_per_token}
+    steps = [{"up_to": bound, "tokens": tokens} for bound, tokens in rule.steps]
+    low = min([rule.otherwise, *(tokens for _, tokens in rule.steps)])
+    return {"min": low, "max": rule.ceiling, "scaled_by": _scaled_by(operation, rule),
+            "steps": steps, "otherwise": rule.otherwise}  # fmt: skip
+
+
+def _scaled_by(operation: str, rule: ScaledCost) -> str:
+    return "points returned" if rule.by_points else SCALED_BY[operation].name
+
+
+def _add_error_schemas(schemas: Document) -> None:
+    """The envelopes the metering layer answers with, when no route declared them already."""
+    _, found = msgspec.json.schema_components(
+        (ErrorBody, PipelineErrorBody, TokenLimitErrorBody),
+        ref_template="#/components/schemas/{name}",
+    )
+    for name, schema in found.items():
+        schemas.setdefault(name, schema)
+
+
+def _ref(name: str) -> Document:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: Document) -> Document:
+    return {"content": {"application/json": {"schema": schema}}}
