@@ -10,7 +10,7 @@ import tomllib
 
 from tests.test_walls import PRODUCTION, ROOT, imported_modules, modules_of
 
-FIRST_PARTY = {"api", "pipelines", "mi"}
+FIRST_PARTY = {"api", "pipelines", "mi", "analysis"}
 WORKSPACE = {"market_intelligence": "market-intelligence-client"}
 """Packages of the workspace's own members (editable installs name no top-level packages)."""
 NOT_LOCKED = {

@@ -3,7 +3,9 @@
 - `api/` takes nothing from the pipeline but the catalog (`pipelines.catalog`);
 - the pipeline knows no HTTP: nothing under `pipelines/` imports `api`;
 - the catalog imports neither `api` nor the rest of the pipeline;
-- no production module (`api`, `pipelines`, `mi`) imports `benchmarks` or `tests`.
+- `analysis` (charts) reads the warehouse without the API or the command line, and neither the
+  pipeline nor the API imports it;
+- no production module (`api`, `pipelines`, `mi`, `analysis`) imports `benchmarks` or `tests`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCTION = ("api", "pipelines", "mi")
+PRODUCTION = ("api", "pipelines", "mi", "analysis")
 
 
 def imported_modules(path: Path) -> Iterator[str]:
@@ -62,6 +64,15 @@ def test_the_pipeline_knows_no_http() -> None:
 
 def test_the_catalog_imports_neither_the_api_nor_the_rest_of_the_pipeline() -> None:
     assert offences("pipelines/catalog", ("api", "pipelines"), allowed=("pipelines.catalog",)) == []
+
+
+def test_analysis_takes_neither_the_api_nor_the_command_line() -> None:
+    assert offences("analysis", ("api", "mi")) == []
+
+
+@pytest.mark.parametrize("part", ["api", "pipelines"])
+def test_neither_the_pipeline_nor_the_api_imports_analysis(part: str) -> None:
+    assert offences(part, ("analysis",)) == []
 
 
 @pytest.mark.parametrize("part", PRODUCTION)

@@ -8,5 +8,6 @@ COMMANDS: dict[str, str] = {
     "webhooks": "mi.commands.webhooks:webhooks",
     "workers": "mi.commands.workers:workers",
     "mcp": "mi.commands.mcp_server:mcp",
+    "chart": "mi.commands.chart:chart_command",
 }
 """Subcommand name -> `module:attribute` of its click command."""

@@ -22,7 +22,7 @@ def test_the_command_line_imports_no_subcommand_until_one_runs() -> None:
 def test_help_lists_every_subcommand_and_exits_0() -> None:
     done = run("--help")
     assert done.returncode == 0
-    for name in ("keys", "materialize", "serve", "sql", "webhooks"):
+    for name in ("chart", "keys", "materialize", "serve", "sql", "webhooks"):
         assert f"  {name}" in done.stdout
 
 

@@ -1,0 +1,1 @@
+"""Analysis for people who would rather look than read: charts drawn from the warehouse."""
