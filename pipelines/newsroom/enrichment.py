@@ -13,6 +13,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from pipelines.newsroom import lexicon
 from pipelines.newsroom.finance_grammar import read_finance
+from pipelines.newsroom.finance_scope import scoped_valences
 from pipelines.newsroom.terms import term_pattern
 from pipelines.parallel import map_chunks
 
@@ -139,13 +140,14 @@ class LexiconEnricher:
 
 
 def finance_valences(general: dict[str, float]) -> dict[str, float]:
-    """VADER's lexicon for finance news: general-language words damped, the finance lexicon's as is.
+    """VADER's lexicon for finance news: general-language words damped, the finance lexicon's as is,
+    each with its negated and hedged forms (`finance_scope`).
 
     Press releases and wire copy are full of words that VADER rates for everyday speech (award,
     best, partner, support, growth): in financial news they are mostly neutral description.
     """
     damped = {word: valence * GENERAL_WORD_WEIGHT for word, valence in general.items()}
-    return damped | lexicon.FINANCE_WORDS
+    return scoped_valences(damped | lexicon.FINANCE_WORDS)
 
 
 def fud_fomo(title: str, body: str, sentiment: float | None) -> tuple[Bias, int]:

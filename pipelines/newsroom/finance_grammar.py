@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from functools import partial
 
 from pipelines.newsroom import lexicon
+from pipelines.newsroom.finance_scope import (
+    BAD_NEWS,
+    GOOD_NEWS,
+    MEASURED,
+    Word,
+    read_scopes,
+    words_of,
+)
 from pipelines.newsroom.terms import term_pattern
-
-GOOD_NEWS = "finup"
-BAD_NEWS = "findown"
-MEASURED = "figure"
-"""What a figure's word becomes once its move is read: the move carries the sentiment."""
 
 
 def _words(text: str) -> frozenset[str]:
@@ -44,7 +47,8 @@ BAD_WHEN_UP = _words(
     jobless layoffs redundancies churn defaults delinquencies outflows inflation risk risks
     volatility inventories stockpiles shorts claims bankruptcies fees fines penalties
     liquidations fear fears worries concerns concern uncertainty recession pressure pressures
-    headwinds tensions strain stress"""
+    headwinds tensions strain stress npls shortinterest charge-offs chargeoffs write-offs
+    writeoffs arrears delinquency complaints spreads discount burn"""
 )
 EITHER_WAY = _words(
     """rate rates interest taxes tax capex investment yield yields production output supply
@@ -89,7 +93,6 @@ TAKES_OBJECT = _words(
 """Moves whose figure usually follows them ("raises guidance", "higher costs", "a rise in sales")."""
 
 _ADJECTIVES = _words("higher lower weaker stronger bigger smaller")
-_CLAUSE_ENDS = _words("but while whereas although though as after despite amid when and because")
 _MOVE_ENDS = _words(
     """to by on in at after as with over from amid for since ahead following toward towards
     against versus vs while but and again further of before despite"""
@@ -99,23 +102,6 @@ _AMOUNTS = _words("over about nearly almost more sharply as on after amid follow
 """Words after which "up" or "down" is a move ("down over 500 points"), not a phrase ("set up")."""
 _BACK_WINDOW = 6
 _AHEAD_WINDOW = 4
-
-
-@dataclass(frozen=True)
-class Word:
-    """One whitespace-separated word of the text, and its lower-case letters for matching."""
-
-    text: str
-    key: str
-    ends_clause: bool
-
-
-def words_of(text: str) -> list[Word]:
-    words = []
-    for raw in text.split():
-        key = raw.strip(".,;:!?\"'()[]").lower()
-        words.append(Word(raw, key, raw[-1:] in ",;:" or key in _CLAUSE_ENDS))
-    return words
 
 
 def read_moves(text: str) -> str:
@@ -156,10 +142,26 @@ def _next_key(words: Sequence[Word], i: int) -> str | None:
 def _look_back(words: Sequence[Word], i: int, window: int) -> tuple[int, int] | None:
     for j in range(i - 1, max(-1, i - 1 - window), -1):
         if words[j].key in QUANTITIES:
+            j = _head_figure(words, j)
             return j, QUANTITIES[words[j].key]
         if words[j].ends_clause:
             return None
     return None
+
+
+_OF_WORDS = _words("of in for on at")
+_DETERMINERS = _words("the a an its their his her our this that these those")
+
+
+def _head_figure(words: Sequence[Word], j: int) -> int:
+    """The figure that the one at j qualifies, if any: "short interest in the stock rose" moves
+    short interest, "the price of oil fell" the price; else j."""
+    k = j - 1
+    while k >= 0 and words[k].key in _DETERMINERS:
+        k -= 1
+    if k >= 1 and words[k].key in _OF_WORDS and words[k - 1].key in QUANTITIES:
+        return k - 1
+    return j
 
 
 def _look_ahead(words: Sequence[Word], i: int) -> tuple[int, int] | None:
@@ -202,12 +204,31 @@ _PLAIN_MOVES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:went|goes|go|gone|going|moved|moves|picks?|picked|picking) up\b", "rose"),
         (r"\b(?:went|goes|go|gone|going|moved|moves) down\b", "fell"),
         (r"\b(?:dries|dried|drying|dry) up\b", "fell"),
+        # a share of a whole, not a rise: "shares make up 4% of the index"
+        (r"\b(?:make|makes|made|making) up\b", "comprise"),
+        # no move and no news: "declined to comment", "CEO steps down" (succession is neutral)
+        (
+            r"\b(?:declined|declines|decline|declining|refused|refuses|refuse|refusing) to"
+            r" (?:comment|elaborate|say|disclose|confirm|specify|discuss|give details)\b",
+            "nocomment",
+        ),
+        (r"\b(?:declined|declines|declining) comment\b", "nocomment"),
+        (r"\b(?:step|steps|stepped|stepping) down\b", "stepsaside"),
+        # bad quantities named in two words, so that their rise reads as bad news
+        (
+            r"\b(?:non-?performing|bad|soured|sour|problem|impaired|doubtful|delinquent)"
+            r" (?:loans?|debts?|assets|credits?)\b|\bnpls?\b"
+            r"|\b(?:loan|credit)[- ]loss(?:es)?(?: provisions?| reserves?| charges?)?\b",
+            "npls",
+        ),
+        (r"\bshort interest\b", "shortinterest"),
     )
 )
 
 
 def plain_forms(text: str) -> str:
-    """Percent written as `pct`/`per cent` as `%`, and "went down" as "fell": one form per idea."""
+    """Percent written as `pct`/`per cent` as `%`, "went down" as "fell", "non-performing loans"
+    as `npls`: one form per idea, and no move where a move word means none ("make up 3%")."""
     text = _PERCENT.sub(r"\1%", text)
     for pattern, word in _PLAIN_MOVES:
         text = pattern.sub(word, text)
@@ -349,6 +370,58 @@ def _figure_sign(before: str) -> int:
     return 1
 
 
+BEATS = "beatsestimates"
+MISSES = "missesestimates"
+_BETTER = _words("better stronger")
+_WORSE = _words("worse weaker")
+_MORE = _words("more higher bigger larger greater wider faster hotter steeper sharper deeper")
+_LESS = _words("less lower smaller narrower fewer slower cooler softer milder shallower")
+_SURPRISE = re.compile(
+    r"\b(?:(?P<move>[a-z]+)\s+)?(?P<comparative>[a-z]+)[- ]than[- ](?:[\w$.,%-]+\s+){0,5}?"
+    r"(?:expected|expectations?|forecasts?|forecasted|anticipated|estimated|estimates?|feared"
+    r"|predicted|projected|consensus|hoped)\b",
+    re.IGNORECASE,
+)
+"""A result against expectations: "loss narrower than expected", "rose less than forecast"."""
+
+
+def read_surprises(text: str) -> str:
+    """Each result against expectations as `beatsestimates` or `missesestimates`, read with the
+    figure it is about: a smaller loss than expected beats, smaller sales than expected miss."""
+    return _SURPRISE.sub(partial(_surprise, text), text)
+
+
+def _surprise(text: str, match: re.Match[str]) -> str:
+    comparative, move = match["comparative"].lower(), (match["move"] or "").lower()
+    if comparative in _BETTER | _WORSE:
+        token = BEATS if comparative in _BETTER else MISSES
+    elif comparative in _MORE | _LESS:
+        # "rose less than expected": the move's direction times the comparison's
+        direction = (1 if comparative in _MORE else -1) * (-1 if move in FALLS else 1)
+        before = text[: match.start("comparative")]
+        good = direction * _surprise_figure(before, text[match.end() :])
+        token = BEATS if good > 0 else MISSES if good < 0 else MEASURED
+    else:
+        return match[0]
+    kept = match["move"] if match["move"] and move not in RISES | FALLS else ""
+    return f"{kept} {token} "
+
+
+def _surprise_figure(before: str, after: str) -> int:
+    """Whether a rise of the figure beaten or missed is good: the one named last in the clause
+    before, else one just after ("lower-than-expected inflation"), else +1 (a price, a result)."""
+    behind = words_of(before)
+    found = _look_back(behind, len(behind), _BACK_WINDOW)
+    if found is not None:
+        return found[1]
+    for word in words_of(after)[:_AHEAD_WINDOW]:
+        if word.key in QUANTITIES:
+            return QUANTITIES[word.key]
+        if word.ends_clause:
+            break
+    return 1
+
+
 def rewrite_phrases(text: str) -> str:
     """Multi-word finance phrases as single lexicon tokens ("record high" -> "recordhigh")."""
     for pattern, token in lexicon.COMPILED_PHRASES:
@@ -359,7 +432,10 @@ def rewrite_phrases(text: str) -> str:
 def read_finance(text: str) -> str:
     """Every rule in turn: the text as VADER should read it, figures' moves rewritten to tokens.
 
-    Comparisons read the figures before phrases rewrite "+5%"; moves come last, so that phrase
-    tokens such as `upmove` ("sales up 5%") find their figure too.
+    Comparisons read the figures before phrases rewrite "+5%"; moves come after the phrases, so
+    that phrase tokens such as `upmove` ("sales up 5%") find their figure too; the scopes
+    (negation, hedges, yardsticks: `finance_scope`) come last, over what the moves became.
     """
-    return read_moves(rewrite_phrases(read_ratings(read_comparisons(plain_forms(text)))))
+    read = read_surprises(read_ratings(read_comparisons(plain_forms(text))))
+    events = read_moves(rewrite_phrases(read))
+    return read_scopes(events)

@@ -55,6 +55,10 @@ FINANCE_WORDS: dict[str, float] = {
         "weighson",
     ),
     **_forms(-1.2, "riskoff", "investigation", "warns", "volatile"),
+    # "not enough", "not strong enough" (finance_scope): something falls short
+    **_forms(-1.5, "notenough"),
+    # a loss in the guidance: "expects a loss this year" (so "no longer expects a loss" is good)
+    **_forms(-2.0, "lossahead"),
     # the grammar's reading of a figure's move (finance_grammar): good or bad news for holders
     **_forms(2.2, "finup"),
     **_forms(-2.2, "findown"),
@@ -118,11 +122,6 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "beatsestimates",
     ),
     (
-        r"\b(?:better|stronger|higher)[- ]than[- ](?:expected|forecast|anticipated)\b",
-        "beatsestimates",
-    ),
-    (r"\b(?:worse|weaker|lower)[- ]than[- ](?:expected|forecast|anticipated)\b", "missesestimates"),
-    (
         r"\b(?:above|ahead of) (?:\w+ ){0,1}(?:estimates|expectations|forecasts|consensus)\b",
         "beatsestimates",
     ),
@@ -130,17 +129,20 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"\b(?:below|short of) (?:\w+ ){0,1}(?:estimates|expectations|forecasts|consensus)\b",
         "missesestimates",
     ),
-    (r"\bbeats? (?:by|on)\b", "beatsestimates"),
-    (r"\bmiss(?:es|ed)? (?:by|on)\b", "missesestimates"),
-    (r"\bfalls? short\b", "missesestimates"),
     (
-        r"\b(?:less|slower|smaller|weaker|lower) than (?:expected|forecast|anticipated|estimated)\b",
+        r"\b(?:did not|didn't|does not|doesn't|do not|don't|not|failed to|fails to|fail to"
+        r"|failing to|unable to) (?:meet|match|reach|hit|achieve)(?:es|ed|s)? (?:[\w'’-]+ ){0,2}"
+        r"(?:expectations|estimates|forecasts?|consensus|targets?|goals?|guidance)\b",
         "missesestimates",
     ),
     (
-        r"\b(?:more|faster|bigger|stronger|higher) than (?:expected|forecast|anticipated|estimated)\b",
-        "beatsestimates",
+        r"\b(?:expects?|expected|expecting|sees|saw|seen|forecasts?|predicts?|flags?|warns? of)"
+        r" (?:an? )?(?:[\w-]+ ){0,2}loss(?:es)?\b",
+        "lossahead",
     ),
+    (r"\bbeats? (?:by|on)\b", "beatsestimates"),
+    (r"\bmiss(?:es|ed)? (?:by|on)\b", "missesestimates"),
+    (r"\bfalls? short\b", "missesestimates"),
     (r"\bbuy(?:ing|s)? (?:the )?dips?\b", "buythedip"),
     (r"\betfs? (?:approval|approved|greenlit|green light|wins approval)\b", "etfapproval"),
     (r"\betfs? (?:rejection|rejected|denied|denial|delayed)\b", "etfrejection"),

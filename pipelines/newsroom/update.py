@@ -12,13 +12,23 @@ from pipelines.catalog.state import BRIEFS_STATE
 from pipelines.incremental.modes import code_version
 from pipelines.incremental.tables import stored_rows
 from pipelines.newsroom import briefs as briefs_module
-from pipelines.newsroom import enrichment, finance_grammar, lexicon, tagging, terms, topics
+from pipelines.newsroom import (
+    enrichment,
+    finance_grammar,
+    finance_scope,
+    lexicon,
+    tagging,
+    terms,
+    topics,
+)
 from pipelines.newsroom.briefs import build_briefs
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
 from pipelines.warehouse.staging import RunTransaction
 
-VERSION = code_version(briefs_module, enrichment, finance_grammar, lexicon, tagging, terms, topics)
+VERSION = code_version(
+    briefs_module, enrichment, finance_grammar, finance_scope, lexicon, tagging, terms, topics
+)
 """The code briefs are tagged and enriched with: a change re-enriches every article once.
 Hashed when the code is imported: the source that runs, even if its files are edited later."""
 

@@ -10,9 +10,19 @@ from __future__ import annotations
 import pytest
 
 from pipelines.incremental.modes import code_version
-from pipelines.newsroom import briefs, enrichment, finance_grammar, lexicon, tagging, terms, topics
+from pipelines.newsroom import (
+    briefs,
+    enrichment,
+    finance_grammar,
+    finance_scope,
+    lexicon,
+    tagging,
+    terms,
+    topics,
+)
 from pipelines.newsroom.enrichment import Article, LexiconEnricher
 from pipelines.newsroom.finance_grammar import plain_forms, read_comparisons
+from pipelines.newsroom.finance_scope import read_hedges, read_negations, scoped_valences
 from pipelines.newsroom.update import VERSION
 
 
@@ -148,11 +158,175 @@ def test_negation_still_applies_to_a_read_move(scorer: LexiconEnricher) -> None:
     assert bucket(scorer, "Net sales did not rise") == "negative"
 
 
-def test_the_scorer_is_part_of_the_code_version_that_re_enriches_stored_briefs() -> None:
-    # a change to the grammar must re-enrich every stored article once, as any enrichment change
-    without = code_version(briefs, enrichment, lexicon, tagging, terms, topics)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Energy stocks make up 5% of the S&P 500",
+        "Crypto made up 2% of the fund's assets at the end of June",
+        "Banks make up about a third of the index",
+    ],
+)
+def test_a_share_of_a_whole_is_no_rise(scorer: LexiconEnricher, text: str) -> None:
+    # "make up 3%" is a share, not "up 3%"
+    assert bucket(scorer, text) == "neutral"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The drugmaker failed to win approval for its obesity pill", "negative"),
+        ("The company does not expect demand to recover before 2026", "negative"),
+        ("The miner no longer expects a loss for the full year", "positive"),
+        ("The retailer no longer expects sales to grow this year", "negative"),
+        ("The stimulus is not enough to lift consumer demand", "negative"),
+        ("Rate cuts were not big enough, economists said", "negative"),
+        ("Quarterly revenue did not meet analysts' estimates", "negative"),
+        ("The upgrade went live without problems", "positive"),
+    ],
+)
+def test_negation_reaches_the_words_it_governs(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    # VADER looks three words back and stops at words of its lexicon; a negator here governs
+    # three words of its clause, fillers not counted
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Congress passes a debt-ceiling deal, averting a default", "positive"),
+        ("Stocks shrug off weak jobs data", "positive"),
+        ("Profit-taking halts the rally in chip stocks", "negative"),
+        # prevented twice: still bad news
+        ("Emergency rate cut fails to stop the sell-off", "negative"),
+    ],
+)
+def test_verbs_of_prevention_negate_what_they_prevent(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
+def test_never_before_this_or_so_is_emphasis_not_negation(scorer: LexiconEnricher) -> None:
+    assert bucket(scorer, "Hedge funds have never been this bullish on gold") == "positive"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Economists expect payrolls to rise by 180,000 in March",
+        "Analysts expect quarterly revenue to decline 4%",
+        "Core CPI rose 0.3% in May, in line with forecasts",
+        "Revenue grew 5%, in line with the company's guidance",
+        "Quarterly sales rose as expected",
+    ],
+)
+def test_the_consensus_and_figures_in_line_with_it_are_no_news(
+    scorer: LexiconEnricher, text: str
+) -> None:
+    # the yardstick a result is read against, or a result that only matched it
+    assert bucket(scorer, text) == "neutral"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a forecast stated as news keeps its reading: it is news about the outlook
+        ("Sales are expected to rise 5% next year", "positive"),
+        ("The company expects margins to shrink in 2025", "negative"),
+        # the news beside an in-line figure is still news
+        ("Camtek surges 8% as first-quarter shipments come in line with guidance", "positive"),
+        ("Revenue rose 4%, in line with expectations, while margins fell", "negative"),
+    ],
+)
+def test_forecasts_in_the_news_and_news_beside_an_in_line_figure_keep_their_reading(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Non-performing loans rose to 3.1% of total lending", "negative"),
+        ("The bank's NPL ratio increased to 4.2%", "negative"),
+        ("Impairments increased sharply in the quarter", "negative"),
+        ("Loan-loss provisions jumped 40%", "negative"),
+        ("Credit card charge-offs climbed in the fourth quarter", "negative"),
+        ("Bad loans fell for a third quarter", "positive"),
+    ],
+)
+def test_bad_loans_impairments_and_provisions_rising_is_bad_news(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The net loss was smaller than forecast", "positive"),
+        ("Quarterly loss narrower than expected", "positive"),
+        ("Quarterly loss of $30 million was narrower than the $48 million analysts expected",
+         "positive"),
+        ("Operating costs rose more than expected", "negative"),
+        ("Retail sales rose less than expected in November", "negative"),
+        ("Lower-than-expected inflation lifts stocks", "positive"),
+        ("Orders were weaker than expected", "negative"),
+    ],
+)  # fmt: skip
+def test_a_result_against_expectations_is_read_with_its_figure(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    # a smaller loss than expected beats; smaller sales than expected miss
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A company spokesperson declined to comment",
+        "The bank declined to comment on the report",
+        "The chief executive will step down at the end of the year",
+    ],
+)
+def test_declining_to_comment_and_a_succession_are_no_news(
+    scorer: LexiconEnricher, text: str
+) -> None:
+    assert bucket(scorer, text) == "neutral"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Can bitcoin hit $100,000 this year?", "neutral"),
+        ("Is this utility a good stock to buy?", "neutral"),
+        # only the question is hedged, not the news after it
+        ("Is bitcoin going to zero? Fear spreads after a brutal crash", "negative"),
+    ],
+)
+def test_a_question_is_hedged(scorer: LexiconEnricher, text: str, expected: str) -> None:
+    assert bucket(scorer, text) == expected
+
+
+def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
+    assert read_negations("Sales did not rise sharply") == "Sales did not_rise not_sharply"
     assert (
-        code_version(briefs, enrichment, finance_grammar, lexicon, tagging, terms, topics)
-        == VERSION
+        read_hedges("Gold rallies. Is it a bubble?")
+        == "Gold rallies. hedge_Is hedge_it hedge_a hedge_bubble?"
     )
-    assert without != VERSION
+    valences = scoped_valences({"rise": 2.0})
+    assert valences == pytest.approx(
+        {"rise": 2.0, "not_rise": -1.48, "hedge_rise": 0.7, "hedge_not_rise": -0.518}
+    )
+
+
+def test_the_scorer_is_part_of_the_code_version_that_re_enriches_stored_briefs() -> None:
+    # a change to the grammar or its scopes must re-enrich every stored article once, as any
+    # enrichment change
+    scorer = (finance_grammar, finance_scope)
+    assert code_version(briefs, enrichment, *scorer, lexicon, tagging, terms, topics) == VERSION
+    for left_out in scorer:
+        kept = [m for m in scorer if m is not left_out]
+        assert code_version(briefs, enrichment, *kept, lexicon, tagging, terms, topics) != VERSION
