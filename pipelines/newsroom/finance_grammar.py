@@ -39,7 +39,7 @@ GOOD_WHEN_UP = _words(
     shares stock stocks price prices valuation value cash cashflow result results return returns
     productivity profitability efficiency market markets jobs workforce staff headcount
     employment savings surplus growth capacity stake inflows tvl hashrate liquidity buyback
-    buybacks exports confidence sentiment index gdp wages payrolls"""
+    buybacks exports confidence sentiment index gdp wages payrolls pt pts"""
 )
 BAD_WHEN_UP = _words(
     """loss losses deficit cost costs expenses expense spending debt debts borrowings
@@ -76,9 +76,12 @@ FALLS = _words(
     reduced reduce reduces reducing reduction trimmed trims trim slashed slashes slash shrank
     shrink shrinks shrunk contracted contracts contraction narrowed narrow narrows narrowing
     slipped slips slip slid sank sinks tanked tanks tank sagged sags plunged plunges tumbled
+    slowing
     tumbles weakened weakens weaker halved eased eases dipped dips down downmove deteriorated
     deterioration smaller lost sheds shed pulls pulled withdraws withdrew suspends suspended
-    scraps scrapped slowed slows decelerated subside subsides subsided"""
+    scraps scrapped slowed slows decelerated subside subsides subsided axe axes axed axing
+    eliminate eliminates eliminated eliminating slipping sliding sinking tumbling sagging skid
+    skids skidded skidding nosedive nosedives nosedived"""
 )
 """Words that say a figure went up or down: verbs, nouns and adjectives alike."""
 
@@ -88,7 +91,7 @@ TAKES_OBJECT = _words(
     lower lowered lowers lowering cut cuts cutting reduced reduce reduces reducing trimmed trims
     trim slashed slashes slash halved smaller weaker stronger pulls pulled withdraws withdrew
     suspends suspended scraps scrapped improved improve improves rise decline decrease drop fall
-    growth reduction improvement"""
+    growth reduction improvement axe axes axed axing eliminate eliminates eliminated eliminating"""
 )
 """Moves whose figure usually follows them ("raises guidance", "higher costs", "a rise in sales")."""
 
@@ -98,7 +101,9 @@ _MOVE_ENDS = _words(
     against versus vs while but and again further of before despite"""
 )
 """Words after which a move is over: "Gold edges lower on ...", "rose 5% to ..."."""
-_AMOUNTS = _words("over about nearly almost more sharply as on after amid following in premarket")
+_AMOUNTS = _words(
+    "over about nearly almost more sharply as on after amid following in premarket from"
+)
 """Words after which "up" or "down" is a move ("down over 500 points"), not a phrase ("set up")."""
 _BACK_WINDOW = 6
 _AHEAD_WINDOW = 4
@@ -184,7 +189,9 @@ def _price_move(words: Sequence[Word], i: int) -> tuple[int, int] | None:
     ("set up") or describes the noun after it ("a bigger role", "weakened rouble")."""
     key, following = words[i].key, _next_key(words, i)
     if key in ("up", "down"):
-        moved = following is not None and (following[:1].isdigit() or following in _AMOUNTS)
+        moved = following is not None and (
+            following[:1].isdigit() or following in _AMOUNTS or following.endswith("ly")
+        )
         return (i, 1) if moved else None
     if key in TAKES_OBJECT and key not in _ADJECTIVES:
         return None
@@ -222,6 +229,40 @@ _PLAIN_MOVES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "npls",
         ),
         (r"\bshort interest\b", "shortinterest"),
+        (r"\b(?:lay|lays|laying|laid) off\b", "layoffs"),
+        # verbs whose particle is no move of a price: "steps up deliveries" raises them, "pays
+        # down debt" reduces it, "rounds up the week" or "breaks down the data" moves nothing
+        (
+            r"\b(?:step|steps|stepped|stepping|ramp|ramps|ramped|ramping|bump|bumps|bumped|bumping"
+            r"|beef|beefs|beefed|scale|scales|scaled|scaling|speed|speeds|sped|jack|jacks|jacked"
+            r"|ratchet|ratchets|ratcheted) up\b",
+            "raises",
+        ),
+        (
+            r"\b(?:pay|pays|paid|paying|bring|brings|brought|bringing|drive|drives|drove|driving"
+            r"|push|pushes|pushed|pushing|cut|cuts|cutting|whittle|whittles|whittled) down\b",
+            "reduces",
+        ),
+        (r"\b(?:slow|slows|slowed|slowing) down\b", "slows"),
+        (r"\b(?:write|writes|wrote|written|writing|mark|marks|marked|marking) down\b", "writedown"),
+        (r"\b(?:crack|cracks|cracked|cracking) down\b", "crackdown"),
+        (r"\b(?:shut|shuts|shutting|wind|winds|winding|wound) down\b", "shutdown"),
+        (r"\b(?:load|loads|loaded|loading) up\b", "accumulating"),
+        (
+            r"\b(?P<verb>round|rounds|rounded|rounding|sign|signs|signed|signing|set|sets|setting"
+            r"|team|teams|teamed|teaming|line|lines|lined|lining|wrap|wraps|wrapped|wrapping|sum"
+            r"|sums|summed|show|shows|showed|showing|back|backs|backed|backing|link|links|linked|linking"
+            r"|tee|tees|teed|gear|gears|geared|gearing|shake|shakes|shook|shaking|free|frees|freed"
+            r"|freeing|take|takes|took|taking|mix|mixes|mixed|fill|fills|filled|filling|clean"
+            r"|cleans|cleaned|light|lights|lit|call|calls|called|calling|hook|hooks|hooked|snap"
+            r"|snaps|snapped|scoop|scoops|scooped|break|breaks|broke|breaking"
+            r"|calm|calms|calmed|settle|settles|settled|tone|tones|toned|play|plays|played|playing"
+            r"|water|waters|watered|hunker|hunkers|hunkered|narrow|narrows|narrowed|boil|boils"
+            r"|track|tracks|tracked|let|lets|sit|sits|sat|sitting|stand|stands|stood|turn|turns"
+            r"|turned|turning|look|looks|looked|looking|hold|holds|held|holding) (?:up|down)\b"
+            r"(?!\s*[+-]?\$?\d)",
+            r"\g<verb>",
+        ),
     )
 )
 
@@ -258,12 +299,17 @@ _BETWEEN = r"\s+(?:[\w.&'-]+\s+){0,4}?"
 
 
 def _rating_rule(verb: str, linker: str, ratings: Sequence[str]) -> re.Pattern[str]:
-    earlier = term_pattern((*BUY_RATINGS, *SELL_RATINGS, *HOLD_RATINGS)).pattern
     return re.compile(
         rf"\b{verb}{_BETWEEN}{linker}(?:an?\s+)?{term_pattern(ratings).pattern}"
-        rf"(?:\s+from\s+(?:an?\s+)?{earlier})?",
+        rf"(?:\s+from\s+{_rating_source()})?",
         re.IGNORECASE,
     )
+
+
+def _rating_source() -> str:
+    """The rating a change starts from ("from a buy", "from Conviction Buy")."""
+    earlier = term_pattern((*BUY_RATINGS, *SELL_RATINGS, *HOLD_RATINGS)).pattern
+    return rf"(?:an?\s+)?{earlier}"
 
 
 _RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -274,9 +320,57 @@ _RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 """Analyst ratings: upgraded to buy, cut to hold, started at outperform, initiated at sell."""
 
+_BROKER = r"(?=(?-i:[A-Z]))"
+"""A broker's name starts with a capital: "MPLX cut at Credit Suisse" (not "cut at least")."""
+_LISTS = r"(?:the\s+|its\s+)?(?:conviction(?:\s+buy)?|top\s+picks?|buy|focus|best\s+ideas)\s+list"
+_STANCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), token)
+    for pattern, token in (
+        (rf"\b(?:cut|cuts|lowered|downgraded|trimmed|slashed)\s+(?:at|by)\s+{_BROKER}", BAD_NEWS),
+        (rf"\b(?:raised|upgraded|lifted|upped)\s+(?:at|by)\s+{_BROKER}", GOOD_NEWS),
+        (rf"\b(?:cut|cuts|lowered|downgraded|moved|moves)\s+from\s+{_rating_source()}", BAD_NEWS),
+        (
+            rf"\b(?:removed|removes|dropped|drops|pulled|pulls|taken|takes|cut|cuts)\s+"
+            rf"(?:[\w.&'-]+\s+){{0,3}}?(?:from|off)\s+{_LISTS}",
+            BAD_NEWS,
+        ),
+        (rf"\b(?:added|adds|wins\s+(?:a\s+)?spot\s+on|joins)\s+(?:to\s+)?{_LISTS}", GOOD_NEWS),
+        (
+            r"\b(?:moving|moves|moved|shifts?|shifting|switch(?:es|ed)?|goes|going|turns?|turned)"
+            r"\s+to\s+(?:an?\s+)?(?:neutral|hold|sell|underweight|underperform|equal[- ]weight)\b",
+            BAD_NEWS,
+        ),
+        (
+            r"\b(?:turns?|turned|turning|grows?|grew|more)\s+(?:negative|bearish|cautious|sour)"
+            r"\s+on\b|\b(?:cools?|cooled|sours?|soured|warns?|warned)\s+on\b",
+            BAD_NEWS,
+        ),
+        (
+            r"\b(?:turns?|turned|turning|grows?|grew|more)\s+(?:positive|bullish|constructive)"
+            r"\s+on\b|\bwarms?\s+(?:up\s+)?to\b",
+            GOOD_NEWS,
+        ),
+        (r"\b(?:loses|lost|losing)\s+(?:a|another|its)\s+bull\b", BAD_NEWS),
+        (
+            r"\b(?:new|another|gains\s+an?|adds\s+an?)\s+bear\b|\bjoins\s+(?:the\s+)?bear\s+camp\b"
+            r"|\b(?:goes|going|went|go)\s+short\b|\bsell\s+short\b",
+            BAD_NEWS,
+        ),
+        (
+            r"\b(?:new|another|gains\s+an?|adds\s+an?)\s+bull\b|\bjoins\s+(?:the\s+)?bull\s+camp\b"
+            r"|\b(?:goes|going|went|go)\s+long\b",
+            GOOD_NEWS,
+        ),
+        (r"\b(?:is|remains|still|looks\s+like)\s+an?\s+(?:strong\s+)?buy\b", GOOD_NEWS),
+        (r"\b(?:is|remains|still|looks\s+like)\s+an?\s+(?:strong\s+)?sell\b", BAD_NEWS),
+    )
+)
+"""Analysts' stances without a rating's name: "cut at Credit Suisse", "cools on Molson Coors",
+"removed from the conviction buy list", "loses a bull", "Muddy Waters goes short", "is a buy"."""
+
 
 def read_ratings(text: str) -> str:
-    for pattern, token in _RATINGS:
+    for pattern, token in (*_RATINGS, *_STANCES):
         text = pattern.sub(f" {token} ", text)
     return text
 

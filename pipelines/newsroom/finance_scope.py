@@ -113,8 +113,9 @@ _PHRASE_PREVENTS = frozenset(
 _EMPHASIS = frozenset({"this", "so", "more", "as"})
 """After `never` (been), emphasis, not negation: "never been this bullish" (as VADER reads it)."""
 _NOT_NEGATING = frozenset(
-    {("not", "only"), ("not", "just"), ("not", "least"), ("no", "doubt"), ("without", "doubt")}
-)
+    {("not", "only"), ("not", "just"), ("not", "least"), ("no", "doubt"), ("without", "doubt"),
+     ("without", "warning")}
+)  # fmt: skip
 _SCOPE_STOPS = CLAUSE_ENDS | _words(
     "due amid following since until unless if than thanks into at for"
 )
@@ -186,7 +187,7 @@ def _scope(words: Sequence[Word], last: int) -> list[int]:
             break
         scope.append(k)
         counted += words[k].key not in _FILLERS
-        if words[k].ends_clause:
+        if words[k].ends_clause or words[k].text.endswith((".", "!", "?")):
             break
     return scope
 

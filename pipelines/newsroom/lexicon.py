@@ -19,10 +19,10 @@ FINANCE_WORDS: dict[str, float] = {
     **_forms(1.4, "rise", "rises", "rose", "rising", "advance", "advances", "advanced"),
     **_forms(1.4, "recover", "recovers", "recovered", "recovery", "higher", "highs", "firmer"),
     **_forms(2.5, "bullish", "upbeat", "outperform", "outperforms", "outperformed"),
-    **_forms(2.0, "upgrade", "upgrades", "upgraded", "approval", "approves", "approved"),
-    **_forms(1.8, "inflow", "inflows", "boost", "boosts", "boosted", "lifts", "lifted"),
+    **_forms(2.0, "upgrade", "upgrades", "upgraded", "regapproval", "contractwin"),
+    **_forms(1.8, "inflow", "inflows", "lifts", "lifted"),
     **_forms(1.5, "strengthens", "strengthened", "tailwind", "tailwinds", "uptrend", "buyback"),
-    **_forms(1.2, "bull", "bulls", "buyers", "partnership", "adoption", "accumulation", "lift"),
+    **_forms(1.2, "bull", "bulls", "buyers", "adoption", "accumulation", "lift"),
     **_forms(2.5, "beatsestimates", "raisesguidance", "tothemoon", "moon", "mooning"),
     **_forms(2.0, "parabolic", "fomo", "upmove", "newhigh", "bestday", "ingreen", "shortsqueeze"),
     **_forms(
@@ -59,13 +59,25 @@ FINANCE_WORDS: dict[str, float] = {
     **_forms(-1.5, "notenough"),
     # a loss in the guidance: "expects a loss this year" (so "no longer expects a loss" is good)
     **_forms(-2.0, "lossahead"),
+    # operations cut back, prices giving back or extending a move, money in and out, trouble
+    **_forms(-1.8, "opsdown", "gainsgiven", "lossesextended", "fundsselling", "underfire"),
+    **_forms(1.8, "lossesrecouped", "gainsextended", "fundsbuying"),
+    **_forms(1.5, "keenon", "accumulating"),
+    **_forms(-1.5, "writedown", "writedowns", "shutdown"),
+    **_forms(-2.5, "nosedive", "nosedives", "nosedived"),
+    **_forms(-1.5, "hamper", "hampers", "hampered", "hampering", "dampen", "dampens", "dampened"),
+    **_forms(-1.5, "dent", "dents", "dented", "hurting", "cripple", "crippled", "cripples"),
+    **_forms(-1.5, "battered", "hammered", "falters", "faltered", "faltering", "stumbles"),
+    **_forms(-1.5, "stumbled", "sputters", "sputtered", "gloom", "gloomy", "woes", "weakness"),
+    **_forms(-1.5, "weaknesses", "glut", "oversupply", "suing", "stripped", "skids", "skidded"),
+    **_forms(-1.2, "stalls", "stalled", "stalling", "fades", "faded", "fading", "wanes", "waning"),
     # the grammar's reading of a figure's move (finance_grammar): good or bad news for holders
     **_forms(2.2, "finup"),
     **_forms(-2.2, "findown"),
     # everyday words that keep their weight in market news (VADER's others are damped)
     **_forms(2.0, "strong", "robust", "solid", "impressive", "optimistic", "optimism", "upside"),
-    **_forms(1.5, "beat", "beats", "wins", "win", "won", "winners", "gainers", "undervalued"),
-    **_forms(1.5, "positive", "good", "better", "improved", "profitable", "blackink", "upbeat"),
+    **_forms(1.5, "beat", "beats", "winners", "gainers", "undervalued"),
+    **_forms(1.5, "positive", "improved", "profitable", "blackink", "upbeat"),
     **_forms(2.0, "exceptional", "outstanding", "blockbuster", "stellar", "upgrading", "explosive"),
     **_forms(1.5, "favorable", "favourable", "awarded", "oks", "record", "records", "bounce"),
     **_forms(1.5, "buythedip"),
@@ -82,7 +94,7 @@ FINANCE_WORDS: dict[str, float] = {
     **_forms(-1.0, "hit", "loss", "losses"),
     **_forms(0.0, "debt", "risk", "risks"),
     # crypto
-    **_forms(1.5, "listing", "listings", "lists", "halving", "airdrop", "etfapproval"),
+    **_forms(1.5, "exchangelisting", "halving", "airdrop", "etfapproval"),
     **_forms(-2.2, "etfrejection", "delistings", "rugpulled", "scammers", "frozen", "freezes"),
     # general-language words that mean little in market news
     **_forms(0.0, "shares", "value", "values", "profit", "profits", "agreement", "agreements"),
@@ -94,7 +106,14 @@ FINANCE_WORDS: dict[str, float] = {
         0.5,
         "techupgrade",
     ),
-    **_forms(0.3, "support", "demand", "well", "top"),
+    **_forms(0.3, "support", "demand", "well", "top", "partnership", "win", "wins", "won"),
+    # mostly description in finance news: wins of awards, votes and games, approvals of routine
+    # resolutions, a stock's listing, a plan to boost something; the phrases that are news
+    # (a contract won, a regulator's approval, a crypto exchange listing a token) have tokens
+    **_forms(0.5, "good", "better"),
+    **_forms(0.7, "approval", "approves", "approved"),
+    **_forms(0.8, "boost", "boosts", "boosted"),
+    **_forms(0.0, "listing", "listings", "lists"),
 }
 """VADER valences (-4..+4) by lower-case token; they replace VADER's own where both exist."""
 
@@ -145,6 +164,27 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bfalls? short\b", "missesestimates"),
     (r"\bbuy(?:ing|s)? (?:the )?dips?\b", "buythedip"),
     (r"\betfs? (?:approval|approved|greenlit|green light|wins approval)\b", "etfapproval"),
+    (
+        r"\b(?:wins?|won|winning|secures?|secured|lands?|landed|awarded|bags?|bagged|clinch(?:es|ed)?)"
+        r" (?:an? |the )?(?:[\w$.,-]+ ){0,4}?(?:contracts?|orders?|deals?|tenders?|mandates?"
+        r"|bids?|approval|licen[cs]es?)\b",
+        "contractwin",
+    ),
+    (
+        r"\b(?:fda|ema|sec|cftc|ftc|doj|cma|nmpa|pmda|chmp|regulators?|antitrust|competition"
+        r" (?:authority|regulators?)|european commission|health canada)"
+        r" (?:[\w-]+ ){0,2}?(?:approv(?:es|ed|al)|clears?|cleared|green-?lights?|green-?lit|backs)\b"
+        r"|\b(?:wins?|won|receives?|received|gets?|got|granted|secures?|secured)"
+        r" (?:[\w-]+ ){0,2}?(?:approval|clearance|authori[sz]ation)\b",
+        "regapproval",
+    ),
+    (
+        r"\b(?:binance|coinbase|kraken|okx|okex|bybit|upbit|kucoin|bitfinex|gemini|bithumb|huobi"
+        r"|bitstamp|robinhood|crypto\.com)(?:'s)? (?:to |will |plans to )?(?:list(?:s|ed|ing)?)\b"
+        r"|\b(?:list(?:s|ed|ing)?|debuts?) on (?:binance|coinbase|kraken|okx|okex|bybit|upbit"
+        r"|kucoin|bitfinex|gemini|bithumb|huobi|bitstamp|robinhood|crypto\.com)\b",
+        "exchangelisting",
+    ),
     (r"\betfs? (?:rejection|rejected|denied|denial|delayed)\b", "etfrejection"),
     (
         r"\b(?:swung|swings|swing|turned|turns|returned|returns|back) (?:in)?to (?:a )?(?:net |operating |pre-?tax |quarterly )?profits?\b",
@@ -160,6 +200,57 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"|\boutstanding (?:shares|stock|debt|loans?|notes|bonds|options|balance)\b",
         "outstandingshares",
     ),
+    (
+        r"\b(?:clos(?:e|es|ed|ing)|shut(?:s|ting)?(?: down)?|shutter(?:s|ed|ing)?"
+        r"|suspend(?:s|ed|ing)?|halt(?:s|ed|ing)?|paus(?:e|es|ed|ing)|idl(?:e|es|ed|ing)"
+        r"|scrap(?:s|ped|ping)?|abandon(?:s|ed|ing)?|scal(?:e|es|ed|ing) back)"
+        r" (?:[\w,'’-]+ ){0,4}?(?:stores|shops|plants|factories|branches|mines?|restaurants"
+        r"|offices|outlets|mills|refiner(?:y|ies)|sites|facilities|operations|production|output"
+        r"|flights|routes|services|shipments|deliveries|withdrawals|dividends?|buybacks?|guidance"
+        r"|development|enrollment|trials?|studies|study|projects?|plans?|programs?|programmes?)\b"
+        r"|\bpull(?:s|ed|ing)? the plug\b",
+        "opsdown",
+    ),
+    (
+        r"\b(?:pares?|pared|paring|erases?|erased|erasing|trims?|trimmed|trimming|gives? (?:up|back)"
+        r"|gave (?:up|back)|giving (?:up|back)|surrender(?:s|ed|ing)?|wipes? out|wiped out)"
+        r" (?:(?:all|some|most|much|early|earlier|its|their|the|of|year-to-date|\d{4}) )*gains\b",
+        "gainsgiven",
+    ),
+    (
+        r"\b(?:pares?|pared|paring|erases?|erased|erasing|trims?|trimmed|trimming|recoup(?:s|ed|ing)?"
+        r"|recover(?:s|ed|ing)?(?: from)?|shakes? off|shook off|claw(?:s|ed)? back)"
+        r" (?:(?:all|some|most|much|early|earlier|its|their|the|of|year-to-date|\d{4}) )*losses\b",
+        "lossesrecouped",
+    ),
+    (
+        r"\b(?:extend(?:s|ed|ing)?|add(?:s|ed|ing)? to|build(?:s|ing)? on|built on)"
+        r" (?:(?:its|their|the|early|earlier) )*(?:gains|rally|advance|winning streak)\b",
+        "gainsextended",
+    ),
+    (
+        r"\b(?:extend(?:s|ed|ing)?|add(?:s|ed|ing)? to|deepen(?:s|ed|ing)?)"
+        r" (?:(?:its|their|the|early|earlier) )*(?:losses|slide|decline|sell-?off|slump|rout"
+        r"|losing streak|drop|fall)\b",
+        "lossesextended",
+    ),
+    (
+        r"\b(?:hedge funds?|funds|investors|insiders|institutions|whales|billionaires?|smart money)"
+        r" (?:are |were |have been |keep |kept )?(?:buying|accumulating|piling into|loading up"
+        r"|betting on|scooping up|snapping up|adding to)\b",
+        "fundsbuying",
+    ),
+    (
+        r"\b(?:hedge funds?|funds|investors|insiders|institutions|whales|billionaires?|smart money)"
+        r" (?:are |were |have been |keep |kept )?(?:selling|dumping|cashing out|exiting|unloading"
+        r"|betting against|shorting|fleeing|bailing on|disconnecting from|dropp(?:ed|ing) the ball"
+        r"|rushing to sell|running from|getting burned)\b",
+        "fundsselling",
+    ),
+    (r"\bcrazy about\b", "keenon"),
+    (r"\bunder fire\b|\btook a beating\b|\btakes a beating\b", "underfire"),
+    (r"\blegal action\b", "lawsuit"),
+    (r"\b(?:free ?fall|nose ?dive)s?\b", "nosedive"),
     (r"\bfear of missing out\b", "fomo"),
     (r"\bto the moon\b", "tothemoon"),
     (r"\brisk[- ]on\b", "riskon"),

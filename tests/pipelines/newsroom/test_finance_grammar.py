@@ -310,6 +310,92 @@ def test_a_question_is_hedged(scorer: LexiconEnricher, text: str, expected: str)
     assert bucket(scorer, text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("MPLX cut at Credit Suisse on dilution worries", "negative"),
+        ("Barclays cools on the brewer", "negative"),
+        ("Goldman removes the chipmaker from its conviction buy list", "negative"),
+        ("The bank stock was added to the conviction list at Goldman", "positive"),
+        ("Retailer loses a bull at Morgan Stanley", "negative"),
+        ("Short seller goes short on the lender", "negative"),
+        ("Analyst turns negative on the carmaker", "negative"),
+        ("Why this REIT is a buy", "positive"),
+    ],
+)
+def test_analyst_stances_without_a_rating_name(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Carmaker closes three plants in Germany",
+        "Airline suspends flights to Asia",
+        "Miner halts production at its main mine",
+        "Retailer to lay off 2,000 workers",
+        "Steel giant to axe 3,000 jobs",
+        "Crypto lender halts withdrawals",
+    ],
+)
+def test_operations_cut_back_are_bad_news(scorer: LexiconEnricher, text: str) -> None:
+    assert bucket(scorer, text) == "negative"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Stocks pare gains after the Fed minutes", "negative"),
+        ("Oil erases early losses", "positive"),
+        ("Gold extends gains for a third day", "positive"),
+        ("Bitcoin extends losses below $60,000", "negative"),
+        ("Hedge funds are selling the utility", "negative"),
+        ("Whales are accumulating ether", "positive"),
+    ],
+)
+def test_prices_giving_back_or_extending_a_move_and_money_in_and_out(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # description: an award, routine resolutions, a stock market listing
+        ("Chef wins an award for the restaurant", "neutral"),
+        ("Shareholders approved all resolutions at the AGM", "neutral"),
+        ("Shares began trading after the Hong Kong listing", "neutral"),
+        # news: a contract won, a regulator's approval, a crypto exchange listing a token
+        ("Defence group wins $1.2 billion army contract", "positive"),
+        ("FDA approves the company's migraine drug", "positive"),
+        ("Binance to list the token", "positive"),
+    ],
+)
+def test_wins_approvals_and_listings_count_where_they_are_news(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Analyst rounds up the week's earnings", "neutral"),
+        ("Strategist breaks down three trades", "neutral"),
+        ("The group pays down debt", "positive"),
+        ("Stock up 3% premarket", "positive"),
+    ],
+)
+def test_a_verbs_particle_is_no_price_move(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    # "rounds up" and "breaks down" move nothing; "pays down debt" reduces it
+    assert bucket(scorer, text) == expected
+
+
 def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
     assert read_negations("Sales did not rise sharply") == "Sales did not_rise not_sharply"
     assert (
