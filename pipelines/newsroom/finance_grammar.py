@@ -39,7 +39,7 @@ GOOD_WHEN_UP = _words(
     shares stock stocks price prices valuation value cash cashflow result results return returns
     productivity profitability efficiency market markets jobs workforce staff headcount
     employment savings surplus growth capacity stake inflows tvl hashrate liquidity buyback
-    buybacks exports confidence sentiment index gdp wages payrolls pt pts"""
+    buybacks exports confidence sentiment index gdp wages payrolls pt pts rtg"""
 )
 BAD_WHEN_UP = _words(
     """loss losses deficit cost costs expenses expense spending debt debts borrowings
@@ -68,7 +68,8 @@ RISES = _words(
     widening higher doubled double doubles tripled rebounded recovered bounced bounces raised
     raises raise raising lifted lifts lift boosted boosts boost hiked hikes hike upped ups
     strengthened stronger up upmove accelerated accelerates edges edged ticked exceeded exceeds
-    exceed exceeding ramps ramped topped bigger larger"""
+    exceed exceeding ramps ramped topped bigger larger lifting hiking boosting upping popped pops
+    pop popping spiked spikes spiking zoomed zooms rocketed rockets create creates created creating"""
 )
 FALLS = _words(
     """fell fall falls fallen falling decrease decreases decreased decreasing decline declines
@@ -91,7 +92,8 @@ TAKES_OBJECT = _words(
     lower lowered lowers lowering cut cuts cutting reduced reduce reduces reducing trimmed trims
     trim slashed slashes slash halved smaller weaker stronger pulls pulled withdraws withdrew
     suspends suspended scraps scrapped improved improve improves rise decline decrease drop fall
-    growth reduction improvement axe axes axed axing eliminate eliminates eliminated eliminating"""
+    growth reduction improvement axe axes axed axing eliminate eliminates eliminated eliminating
+    lifting hiking boosting upping create creates created creating"""
 )
 """Moves whose figure usually follows them ("raises guidance", "higher costs", "a rise in sales")."""
 
@@ -121,10 +123,17 @@ def read_moves(text: str) -> str:
             continue
         at, good = found
         rise = 1 if word.key in RISES else -1
-        out[i] = MEASURED if good == 0 else GOOD_NEWS if rise * good > 0 else BAD_NEWS
+        token = MEASURED if good == 0 else GOOD_NEWS if rise * good > 0 else BAD_NEWS
+        out[i] = _retoken(word, token)
         if at != i:
-            out[at] = MEASURED
+            out[at] = _retoken(words[at], MEASURED)
     return " ".join(out)
+
+
+def _retoken(word: Word, token: str) -> str:
+    """The token in the word's place, its punctuation kept: the clause and sentence ends that
+    the scopes read ("sales fell, but ...", "profit rose. Is it enough?")."""
+    return token + word.text[len(word.text.rstrip(".,;:!?")) :]
 
 
 def moved_figure(words: Sequence[Word], i: int) -> tuple[int, int] | None:
@@ -205,22 +214,16 @@ def _ends_move(key: str) -> bool:
 
 
 _PERCENT = re.compile(r"(\d)\s?(?:pct|per cent|percent|p\.c\.)(?!\w)", re.IGNORECASE)
-_PLAIN_MOVES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+_PLAIN_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), word)
     for pattern, word in (
-        (r"\b(?:went|goes|go|gone|going|moved|moves|picks?|picked|picking) up\b", "rose"),
-        (r"\b(?:went|goes|go|gone|going|moved|moves) down\b", "fell"),
-        (r"\b(?:dries|dried|drying|dry) up\b", "fell"),
-        # a share of a whole, not a rise: "shares make up 4% of the index"
-        (r"\b(?:make|makes|made|making) up\b", "comprise"),
-        # no move and no news: "declined to comment", "CEO steps down" (succession is neutral)
+        # no move and no news: "declined to comment"
         (
             r"\b(?:declined|declines|decline|declining|refused|refuses|refuse|refusing) to"
             r" (?:comment|elaborate|say|disclose|confirm|specify|discuss|give details)\b",
             "nocomment",
         ),
         (r"\b(?:declined|declines|declining) comment\b", "nocomment"),
-        (r"\b(?:step|steps|stepped|stepping) down\b", "stepsaside"),
         # bad quantities named in two words, so that their rise reads as bad news
         (
             r"\b(?:non-?performing|bad|soured|sour|problem|impaired|doubtful|delinquent)"
@@ -230,49 +233,106 @@ _PLAIN_MOVES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"\bshort interest\b", "shortinterest"),
         (r"\b(?:lay|lays|laying|laid) off\b", "layoffs"),
-        # verbs whose particle is no move of a price: "steps up deliveries" raises them, "pays
-        # down debt" reduces it, "rounds up the week" or "breaks down the data" moves nothing
-        (
-            r"\b(?:step|steps|stepped|stepping|ramp|ramps|ramped|ramping|bump|bumps|bumped|bumping"
-            r"|beef|beefs|beefed|scale|scales|scaled|scaling|speed|speeds|sped|jack|jacks|jacked"
-            r"|ratchet|ratchets|ratcheted) up\b",
-            "raises",
-        ),
-        (
-            r"\b(?:pay|pays|paid|paying|bring|brings|brought|bringing|drive|drives|drove|driving"
-            r"|push|pushes|pushed|pushing|cut|cuts|cutting|whittle|whittles|whittled) down\b",
-            "reduces",
-        ),
-        (r"\b(?:slow|slows|slowed|slowing) down\b", "slows"),
-        (r"\b(?:write|writes|wrote|written|writing|mark|marks|marked|marking) down\b", "writedown"),
-        (r"\b(?:crack|cracks|cracked|cracking) down\b", "crackdown"),
-        (r"\b(?:shut|shuts|shutting|wind|winds|winding|wound) down\b", "shutdown"),
-        (r"\b(?:load|loads|loaded|loading) up\b", "accumulating"),
-        (
-            r"\b(?P<verb>round|rounds|rounded|rounding|sign|signs|signed|signing|set|sets|setting"
-            r"|team|teams|teamed|teaming|line|lines|lined|lining|wrap|wraps|wrapped|wrapping|sum"
-            r"|sums|summed|show|shows|showed|showing|back|backs|backed|backing|link|links|linked|linking"
-            r"|tee|tees|teed|gear|gears|geared|gearing|shake|shakes|shook|shaking|free|frees|freed"
-            r"|freeing|take|takes|took|taking|mix|mixes|mixed|fill|fills|filled|filling|clean"
-            r"|cleans|cleaned|light|lights|lit|call|calls|called|calling|hook|hooks|hooked|snap"
-            r"|snaps|snapped|scoop|scoops|scooped|break|breaks|broke|breaking"
-            r"|calm|calms|calmed|settle|settles|settled|tone|tones|toned|play|plays|played|playing"
-            r"|water|waters|watered|hunker|hunkers|hunkered|narrow|narrows|narrowed|boil|boils"
-            r"|track|tracks|tracked|let|lets|sit|sits|sat|sitting|stand|stands|stood|turn|turns"
-            r"|turned|turning|look|looks|looked|looking|hold|holds|held|holding) (?:up|down)\b"
-            r"(?!\s*[+-]?\$?\d)",
-            r"\g<verb>",
-        ),
     )
 )
 
 
+def _particles(up_or_down: str, verbs: str, word: str) -> dict[tuple[str, str], str]:
+    return {(verb, up_or_down): word for verb in verbs.split()}
+
+
+_PARTICLE_VERBS: dict[tuple[str, str], str] = {
+    **_particles("up", "went goes go gone going moved moves pick picks picked picking", "rose"),
+    **_particles("down", "went goes go gone going moved moves", "fell"),
+    **_particles("up", "dries dried drying dry", "fell"),
+    # a share of a whole, not a rise: "shares make up 4% of the index"
+    **_particles("up", "make makes made making", "comprise"),
+    # a succession is no news
+    **_particles("down", "step steps stepped stepping", "stepsaside"),
+    # "steps up deliveries" raises them, "pays down debt" reduces it
+    **_particles(
+        "up",
+        """step steps stepped stepping ramp ramps ramped ramping bump bumps bumped bumping beef
+        beefs beefed scale scales scaled scaling speed speeds sped jack jacks jacked ratchet
+        ratchets ratcheted""",
+        "raises",
+    ),
+    **_particles(
+        "down",
+        """pay pays paid paying bring brings brought bringing drive drives drove driving push
+        pushes pushed pushing cut cuts cutting whittle whittles whittled""",
+        "reduces",
+    ),
+    **_particles("down", "slow slows slowed slowing", "slows"),
+    **_particles(
+        "down", "write writes wrote written writing mark marks marked marking", "writedown"
+    ),
+    **_particles("down", "crack cracks cracked cracking", "crackdown"),
+    **_particles("down", "shut shuts shutting wind winds winding wound", "shutdown"),
+    **_particles("up", "load loads loaded loading", "accumulating"),
+}
+"""Verbs whose particle `up` or `down` is no price move, and the word they mean."""
+_NO_MOVE_VERBS = _words(
+    """round rounds rounded rounding sign signs signed signing set sets setting team teams
+    teamed teaming line lines lined lining wrap wraps wrapped wrapping sum sums summed show shows
+    showed showing back backs backed backing link links linked linking tee tees teed gear gears
+    geared gearing shake shakes shook shaking free frees freed freeing take takes took taking mix
+    mixes mixed fill fills filled filling clean cleans cleaned light lights lit call calls called
+    calling hook hooks hooked snap snaps snapped scoop scoops scooped break breaks broke breaking
+    calm calms calmed settle settles settled tone tones toned play plays played playing water
+    waters watered hunker hunkers hunkered narrow narrows narrowed boil boils track tracks tracked
+    let lets sit sits sat sitting stand stands stood turn turns turned turning look looks looked
+    looking hold holds held holding"""
+)
+"""Verbs whose particle moves nothing ("rounds up the week", "breaks down the data"), unless a
+figure follows ("closes down 3%")."""
+_PARTICLE = re.compile(r"\b([a-z]+) (up|down)\b(?P<figure>(?=\s*[+-]?\$?\d))?", re.IGNORECASE)
+
+
+def _particle(match: re.Match[str]) -> str:
+    key = (match[1].lower(), match[2].lower())
+    word = _PARTICLE_VERBS.get(key)
+    if word is not None:
+        return word
+    no_move = key[0] in _NO_MOVE_VERBS and match["figure"] is None
+    return match[1] if no_move else match[0]
+
+
+_SPAN = r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|multi)[- ]?"
+_EXTREME = re.compile(
+    r"\b(?:(?:hits?|hitting|touch(?:es|ed|ing)?|reach(?:es|ed|ing)?|sets?|setting|marks?|marked"
+    r"|notch(?:es|ed)?|at|near|to)\s+)?(?:(?:a|an|its|their|the|fresh|new)\s+)*"
+    r"(?P<span>(?:(?:" + _SPAN + r"(?:year|month|week|day|session)s?|intraday|session|decade"
+    r"|all-time|record|52-week|multi-year)[- ])+)"
+    r"(?P<extreme>highs?|peaks?|lows?|troughs?)\b"
+    r"|\b(?:(?:hits?|touch(?:es|ed)?|reach(?:es|ed)?|at|near|to)\s+)?(?:(?:a|the|its|their)\s+)?"
+    r"(?P<superlative>highest|lowest|strongest|weakest)(?:\s+(?:level|levels|point|reading))?"
+    r"(?=\s+(?:since|in|for|on record|ever|of the|of all))",
+    re.IGNORECASE,
+)
+"""A figure at its highest or lowest in a span: "jobless claims hit a 3-month high" is a rise
+of claims (bad news), "hits a 16-year high" of a price a rise (good news)."""
+
+
+_EXTREME_HINTS = ("high", "low", "peak", "trough", "strongest", "weakest")
+"""Words one of which the text must hold for `_EXTREME` to match: a cheap test first."""
+
+
+def _extreme(match: re.Match[str]) -> str:
+    word = (match["extreme"] or match["superlative"]).lower()
+    return "rises" if word.startswith(("high", "peak", "strong")) else "falls"
+
+
 def plain_forms(text: str) -> str:
     """Percent written as `pct`/`per cent` as `%`, "went down" as "fell", "non-performing loans"
-    as `npls`: one form per idea, and no move where a move word means none ("make up 3%")."""
-    text = _PERCENT.sub(r"\1%", text)
-    for pattern, word in _PLAIN_MOVES:
+    as `npls`, "hits a 3-month high" as "rises": one form per idea, and no move where a move word
+    means none ("make up 3%")."""
+    text = _PARTICLE.sub(_particle, _PERCENT.sub(r"\1%", text))
+    for pattern, word in _PLAIN_PHRASES:
         text = pattern.sub(word, text)
+    lower = text.lower()
+    if any(hint in lower for hint in _EXTREME_HINTS):
+        text = _EXTREME.sub(_extreme, text)
     return text
 
 
@@ -291,7 +351,7 @@ _UPGRADE = r"(?:upgraded|upgrades|upgrade|raised|raises|raise|upped|ups|lifted|l
 _DOWNGRADE = r"(?:downgraded|downgrades|downgrade|cut|cuts|lowered|lowers|lower|trimmed|slashed)"
 _COVERAGE = (
     r"(?:starts?|started|starting|initiates?|initiated|initiating|begins?|began|resumes?|resumed"
-    r"|reinstates?|reinstated|assumes?|assumed|launches|launched|picks up|rated|maintained"
+    r"|reinstates?|reinstated|assumes?|assumed|launches|launched|picks up|rated|maintained|named"
     r"|reiterated|reiterates|kept)"
 )
 _BETWEEN = r"\s+(?:[\w.&'-]+\s+){0,4}?"
@@ -377,13 +437,13 @@ def read_ratings(text: str) -> str:
 
 _SCALES: dict[str, float] = {
     "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "mln": 1e6, "million": 1e6, "b": 1e9,
-    "bn": 1e9, "bln": 1e9, "billion": 1e9, "%": 1.0,
+    "bn": 1e9, "bln": 1e9, "billion": 1e9, "%": 1.0, "cents": 0.01, "cent": 0.01,
 }  # fmt: skip
 _MONEY = r"(?:eur|usd|gbp|sek|nok|dkk|chf|jpy|rmb|cny|inr|rs\.?|us\$|\$|€|£|¥)\s?"
 _FIGURE = (
     r"(?P<{n}loss>(?:net |operating |pre-tax |pretax )?loss(?:es)? of\s+)?"
     rf"(?P<{{n}}money>{_MONEY})?(?P<{{n}}value>\d[\d,]*(?:\.\d+)?)\s?"
-    r"(?P<{n}unit>mn|mln|million|bn|bln|billion|m|b|k|thousand|%)?(?!\w)"
+    r"(?P<{n}unit>mn|mln|million|bn|bln|billion|m|b|k|thousand|%|cents?)?(?!\w)"
 )
 
 
@@ -418,6 +478,8 @@ class Figure:
     def amount(self, other_unit: str) -> float:
         # "EUR 7.8 compared to EUR 11.2 mn": an unwritten unit is the other figure's
         signed = -self.value if self.is_loss else self.value
+        if self.is_money and not self.unit and other_unit.startswith("cent"):
+            return signed  # "$1.00 from 80 cents": dollars against cents
         return signed * _SCALES.get(self.unit or other_unit, 1.0)
 
     @property

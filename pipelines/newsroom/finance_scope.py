@@ -116,6 +116,13 @@ _NOT_NEGATING = frozenset(
     {("not", "only"), ("not", "just"), ("not", "least"), ("no", "doubt"), ("without", "doubt"),
      ("without", "warning")}
 )  # fmt: skip
+_FIRST_WORDS = (
+    _NEGATORS
+    | _PREVENTS
+    | {"no", "never"}
+    | {pair[0] for pair in _PHRASE_NEGATORS | _PHRASE_PREVENTS}
+)
+"""The words a negator can start with: most words of a text are none, and skipped at once."""
 _SCOPE_STOPS = CLAUSE_ENDS | _words(
     "due amid following since until unless if than thanks into at for"
 )
@@ -134,6 +141,8 @@ def read_negations(text: str) -> str:
     sell-off" negates twice: still bad news); the negators themselves dropped (VADER would negate
     again), the verbs of prevention kept."""
     words = words_of(text)
+    if not any(_may_negate(w.key) for w in words):
+        return text
     out = [w.text for w in words]
     flips = [0] * len(words)
     i = 0
@@ -151,10 +160,16 @@ def read_negations(text: str) -> str:
     return " ".join(w for w in out if w)
 
 
+def _may_negate(key: str) -> bool:
+    return key in _FIRST_WORDS or key.endswith(("n't", "n’t"))
+
+
 def _negator_at(words: Sequence[Word], i: int) -> tuple[int, bool]:
     """How many words the negator starting at word i has (0: none), and whether it is dropped."""
-    pair = tuple(w.key for w in words[i : i + 2])
-    key = pair[0]
+    key = words[i].key
+    if not _may_negate(key):
+        return 0, False
+    pair = (key, words[i + 1].key) if i + 1 < len(words) else (key,)
     if pair in _NOT_NEGATING or (key == "never" and _emphasis_follows(words, i)):
         return 0, False
     if pair in _PHRASE_NEGATORS:

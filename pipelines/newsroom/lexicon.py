@@ -62,7 +62,9 @@ FINANCE_WORDS: dict[str, float] = {
     # operations cut back, prices giving back or extending a move, money in and out, trouble
     **_forms(-1.8, "opsdown", "gainsgiven", "lossesextended", "fundsselling", "underfire"),
     **_forms(1.8, "lossesrecouped", "gainsextended", "fundsbuying"),
-    **_forms(1.5, "keenon", "accumulating"),
+    **_forms(1.5, "keenon", "accumulating", "impresses", "impressed", "attractive", "repurchase"),
+    **_forms(2.0, "trialsuccess", "newbusiness", "toppick", "outperforming", "gainer"),
+    **_forms(1.2, "likes", "resilient"),
     **_forms(-1.5, "writedown", "writedowns", "shutdown"),
     **_forms(-2.5, "nosedive", "nosedives", "nosedived"),
     **_forms(-1.5, "hamper", "hampers", "hampered", "hampering", "dampen", "dampens", "dampened"),
@@ -126,7 +128,12 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\b(?:record|all[- ]time|multi-year|52-week) lows?\b", "recordlow"),
     (r"\bnew highs?\b", "newhigh"),
     (r"\bnew lows?\b", "newlow"),
-    (r"\bbeats? (?:\w+ ){0,2}(?:estimates|expectations|forecasts)\b", "beatsestimates"),
+    (
+        r"\b(?:beats?|smash(?:es|ed)?|crush(?:es|ed)?|trounc(?:es|ed)|blows? past|blew past)"
+        r" (?:\w+ ){0,2}(?:estimates|expectations|forecasts)\b"
+        r"|\b(?:estimates?|consensus|expectations?|street|market|forecast)-beating\b",
+        "beatsestimates",
+    ),
     (r"\bmiss(?:es|ed)? (?:\w+ ){0,2}(?:estimates|expectations|forecasts)\b", "missesestimates"),
     (
         r"\b(?:raises|raised|lifts|hikes|boosts) (?:\w+ ){0,2}(?:guidance|outlook|forecast)\b",
@@ -151,7 +158,7 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (
         r"\b(?:did not|didn't|does not|doesn't|do not|don't|not|failed to|fails to|fail to"
         r"|failing to|unable to) (?:meet|match|reach|hit|achieve)(?:es|ed|s)? (?:[\w'’-]+ ){0,2}"
-        r"(?:expectations|estimates|forecasts?|consensus|targets?|goals?|guidance)\b",
+        r"(?:expectations|estimates|forecasts?|consensus|targets?|goals?|guidance|endpoints?)\b",
         "missesestimates",
     ),
     (
@@ -174,8 +181,9 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"\b(?:fda|ema|sec|cftc|ftc|doj|cma|nmpa|pmda|chmp|regulators?|antitrust|competition"
         r" (?:authority|regulators?)|european commission|health canada)"
         r" (?:[\w-]+ ){0,2}?(?:approv(?:es|ed|al)|clears?|cleared|green-?lights?|green-?lit|backs)\b"
-        r"|\b(?:wins?|won|receives?|received|gets?|got|granted|secures?|secured)"
-        r" (?:[\w-]+ ){0,2}?(?:approval|clearance|authori[sz]ation)\b",
+        r"|\b(?:wins?|won|receives?|received|gets?|got|granted|secures?|secured|earns?|earned"
+        r"|obtains?|obtained) (?:[\w-]+ ){0,2}?(?:approval|clearance|authori[sz]ation|licen[cs]es?)\b"
+        r"|\b(?:fda|ema) win\b|\bok'?d\b|\bpriority review\b|\bbreakthrough (?:therapy )?designation\b",
         "regapproval",
     ),
     (
@@ -251,6 +259,27 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bunder fire\b|\btook a beating\b|\btakes a beating\b", "underfire"),
     (r"\blegal action\b", "lawsuit"),
     (r"\b(?:free ?fall|nose ?dive)s?\b", "nosedive"),
+    (
+        r"\b(?:met|meets|meeting|achieved|achieves|hit|hits) (?:its |the |all |both )?"
+        r"(?:(?:primary|main|secondary|key|co-primary) )*(?:and (?:secondary|primary) )?endpoints?\b"
+        r"|\b(?:successful|positive|encouraging|strong) (?:\w+ ){0,2}(?:trial|study|data|results)\b",
+        "trialsuccess",
+    ),
+    (
+        r"\b(?:add(?:s|ed|ing)?|creat(?:e|es|ed|ing)|hir(?:e|es|ed|ing)) (?:about |some |nearly "
+        r"|over |more than |another |an? )?[\d,.]+\s?(?:k|m|million|thousand)? (?:new )?"
+        r"(?:jobs|workers|staff|employees|payrolls|positions|subscribers|users|customers)\b"
+        r"|\b(?:new|additional|more) (?:jobs|orders|customers|subscribers)\b"
+        r"|\b(?:hits?|tops?|topped|has|have|amassed|receives?|received|gets?|got|secures?|secured|books?"
+        r"|booked) (?:more than |over |nearly |about )?[\d,.]+\s?(?:k|m|million|thousand)? "
+        r"(?:pre-?)?orders\b",
+        "newbusiness",
+    ),
+    (r"\bbuys? back\b|\bbuying back\b|\bbought back\b", "buyback"),
+    (r"\bgap(?:s|ped|ping)? up\b", "upmove"),
+    (r"\bgap(?:s|ped|ping)? down\b", "downmove"),
+    (r"\bbreak(?:s|ing)? out\b|\bbroke out\b", "breakout"),
+    (r"\btop (?:\w+ )?picks?\b|\bfavou?rite (?:stocks?|picks?|names?)\b", "toppick"),
     (r"\bfear of missing out\b", "fomo"),
     (r"\bto the moon\b", "tothemoon"),
     (r"\brisk[- ]on\b", "riskon"),

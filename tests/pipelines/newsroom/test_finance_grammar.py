@@ -396,6 +396,43 @@ def test_a_verbs_particle_is_no_price_move(
     assert bucket(scorer, text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Jobless claims hit a three-month high", "negative"),
+        ("Uranium hits a 16-year high on nuclear revival", "positive"),
+        ("Copper inventories fell to a 15-year low", "positive"),
+        ("The peso hit its weakest level since 2016", "negative"),
+    ],
+)
+def test_a_figure_at_its_highest_or_lowest_is_a_move_of_that_figure(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    # a high of jobless claims is bad news, a high of a price good news
+    assert bucket(scorer, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Amazon to create 500 new jobs in Ohio",
+        "The economy added 250,000 jobs in May",
+        "Tesla says it has 200,000 orders for the truck",
+        "The drug met its primary endpoint in a late-stage trial",
+        "Canopy gets Health Canada licence for its beverage plant",
+        "AbbVie reports estimate-beating quarterly results",
+        "Price target raised to $1.00 from 80 cents",
+        "Analysts have been lifting their price targets",
+        "Tiffany stock just popped 6%",
+        "Baird names the chipmaker its top pick for 2025",
+    ],
+)
+def test_new_business_trial_results_approvals_and_price_pops_are_good_news(
+    scorer: LexiconEnricher, text: str
+) -> None:
+    assert bucket(scorer, text) == "positive"
+
+
 def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
     assert read_negations("Sales did not rise sharply") == "Sales did not_rise not_sharply"
     assert (
