@@ -39,7 +39,7 @@ GOOD_WHEN_UP = _words(
     shares stock stocks price prices valuation value cash cashflow result results return returns
     productivity profitability efficiency market markets jobs workforce staff headcount
     employment savings surplus growth capacity stake inflows tvl hashrate liquidity buyback
-    buybacks exports confidence sentiment index gdp wages payrolls pt pts rtg"""
+    buybacks exports confidence sentiment index gdp wages payrolls pt pts rtg activity optimism"""
 )
 BAD_WHEN_UP = _words(
     """loss losses deficit cost costs expenses expense spending debt debts borrowings
@@ -47,7 +47,7 @@ BAD_WHEN_UP = _words(
     jobless layoffs redundancies churn defaults delinquencies outflows inflation risk risks
     volatility inventories stockpiles shorts claims bankruptcies fees fines penalties
     liquidations fear fears worries concerns concern uncertainty recession pressure pressures
-    headwinds tensions strain stress npls shortinterest charge-offs chargeoffs write-offs
+    headwinds tensions strain stress pessimism npls shortinterest charge-offs chargeoffs write-offs
     writeoffs arrears delinquency complaints spreads discount burn"""
 )
 EITHER_WAY = _words(
@@ -69,7 +69,9 @@ RISES = _words(
     raises raise raising lifted lifts lift boosted boosts boost hiked hikes hike upped ups
     strengthened stronger up upmove accelerated accelerates edges edged ticked exceeded exceeds
     exceed exceeding ramps ramped topped bigger larger lifting hiking boosting upping popped pops
-    pop popping spiked spikes spiking zoomed zooms rocketed rockets create creates created creating"""
+    pop popping spike spiked spikes spiking zoomed zooms rocketed rockets create creates created
+    creating soar soars soaring surging skyrocket skyrockets skyrocketed skyrocketing deepen
+    deepens deepened deepening"""
 )
 FALLS = _words(
     """fell fall falls fallen falling decrease decreases decreased decreasing decline declines
@@ -82,7 +84,8 @@ FALLS = _words(
     deterioration smaller lost sheds shed pulls pulled withdraws withdrew suspends suspended
     scraps scrapped slowed slows decelerated subside subsides subsided axe axes axed axing
     eliminate eliminates eliminated eliminating slipping sliding sinking tumbling sagging skid
-    skids skidded skidding nosedive nosedives nosedived"""
+    skids skidded skidding nosedive nosedives nosedived dives dived diving plummet plummets
+    plummeted plummeting trimming"""
 )
 """Words that say a figure went up or down: verbs, nouns and adjectives alike."""
 
@@ -116,7 +119,8 @@ def read_moves(text: str) -> str:
     words = words_of(text)
     out = [w.text for w in words]
     for i, word in enumerate(words):
-        if word.key not in RISES and word.key not in FALLS:
+        is_move = word.key in RISES or word.key in FALLS
+        if not is_move or word.text.startswith("UPS"):  # UPS, the carrier, is no rise
             continue
         found = moved_figure(words, i)
         if found is None:
@@ -163,7 +167,7 @@ def _look_back(words: Sequence[Word], i: int, window: int) -> tuple[int, int] | 
     return None
 
 
-_OF_WORDS = _words("of in for on at")
+_OF_WORDS = _words("of in for on at per")
 _DETERMINERS = _words("the a an its their his her our this that these those")
 
 
@@ -199,7 +203,7 @@ def _price_move(words: Sequence[Word], i: int) -> tuple[int, int] | None:
     key, following = words[i].key, _next_key(words, i)
     if key in ("up", "down"):
         moved = following is not None and (
-            following[:1].isdigit() or following in _AMOUNTS or following.endswith("ly")
+            _is_figure(following) or following in _AMOUNTS or following.endswith("ly")
         )
         return (i, 1) if moved else None
     if key in TAKES_OBJECT and key not in _ADJECTIVES:
@@ -210,7 +214,12 @@ def _price_move(words: Sequence[Word], i: int) -> tuple[int, int] | None:
 
 
 def _ends_move(key: str) -> bool:
-    return key[:1].isdigit() or key.endswith(("ly", "%")) or key in _MOVE_ENDS
+    return _is_figure(key) or key.endswith(("ly", "%")) or key in _MOVE_ENDS
+
+
+def _is_figure(key: str) -> bool:
+    """A number, with its currency if any: "down $1.84", "up 3%", "down -2"."""
+    return key.lstrip("$€£¥+-−")[:1].isdigit()
 
 
 _PERCENT = re.compile(r"(\d)\s?(?:pct|per cent|percent|p\.c\.)(?!\w)", re.IGNORECASE)
@@ -232,6 +241,14 @@ _PLAIN_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "npls",
         ),
         (r"\bshort interest\b", "shortinterest"),
+        # indicators whose rise is good for the economy, though their words alone are either
+        # way (production) or bad (spending)
+        (
+            r"\b(?:industrial|factory|manufacturing) (?:production|output|activity)\b"
+            r"|\b(?:consumer|household|retail|holiday) spending\b|\bhousing starts\b"
+            r"|\bbuilding permits\b",
+            "activity",
+        ),
         (r"\b(?:lay|lays|laying|laid) off\b", "layoffs"),
     )
 )
@@ -270,6 +287,8 @@ _PARTICLE_VERBS: dict[tuple[str, str], str] = {
     **_particles("down", "crack cracks cracked cracking", "crackdown"),
     **_particles("down", "shut shuts shutting wind winds winding wound", "shutdown"),
     **_particles("up", "load loads loaded loading", "accumulating"),
+    **_particles("back", "pull pulls pulled pulling", "retreats"),
+    **_particles("off", "back backs backed backing", "retreats"),
 }
 """Verbs whose particle `up` or `down` is no price move, and the word they mean."""
 _NO_MOVE_VERBS = _words(
@@ -286,7 +305,9 @@ _NO_MOVE_VERBS = _words(
 )
 """Verbs whose particle moves nothing ("rounds up the week", "breaks down the data"), unless a
 figure follows ("closes down 3%")."""
-_PARTICLE = re.compile(r"\b([a-z]+) (up|down)\b(?P<figure>(?=\s*[+-]?\$?\d))?", re.IGNORECASE)
+_PARTICLE = re.compile(
+    r"\b([a-z]+) (up|down|back|off)\b(?P<figure>(?=\s*[+-]?\$?\d))?", re.IGNORECASE
+)
 
 
 def _particle(match: re.Match[str]) -> str:
@@ -300,7 +321,8 @@ def _particle(match: re.Match[str]) -> str:
 
 _SPAN = r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|multi)[- ]?"
 _EXTREME = re.compile(
-    r"\b(?:(?:hits?|hitting|touch(?:es|ed|ing)?|reach(?:es|ed|ing)?|sets?|setting|marks?|marked"
+    r"\b(?P<away>(?:from|off|below|above|away from|short of)\s+)?"
+    r"(?:(?:hits?|hitting|touch(?:es|ed|ing)?|reach(?:es|ed|ing)?|sets?|setting|marks?|marked"
     r"|notch(?:es|ed)?|at|near|to)\s+)?(?:(?:a|an|its|their|the|fresh|new)\s+)*"
     r"(?P<span>(?:(?:" + _SPAN + r"(?:year|month|week|day|session)s?|intraday|session|decade"
     r"|all-time|record|52-week|multi-year)[- ])+)"
@@ -319,6 +341,9 @@ _EXTREME_HINTS = ("high", "low", "peak", "trough", "strongest", "weakest")
 
 
 def _extreme(match: re.Match[str]) -> str:
+    if match["away"]:
+        # the point a move starts from or stops short of ("dips from all-time highs"): no move
+        return match["away"] + "levels"
     word = (match["extreme"] or match["superlative"]).lower()
     return "rises" if word.startswith(("high", "peak", "strong")) else "falls"
 
@@ -375,6 +400,10 @@ def _rating_source() -> str:
 _RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_rating_rule(_UPGRADE, r"to\s+", BUY_RATINGS), GOOD_NEWS),
     (_rating_rule(_DOWNGRADE, r"to\s+", (*SELL_RATINGS, *HOLD_RATINGS)), BAD_NEWS),
+    # a change's direction says more than the rating it lands on: "downgraded to outperform
+    # from strong buy", "upgraded to hold from sell"
+    (_rating_rule(r"(?:downgraded|downgrades)", r"to\s+", BUY_RATINGS), BAD_NEWS),
+    (_rating_rule(r"(?:upgraded|upgrades)", r"to\s+", (*SELL_RATINGS, *HOLD_RATINGS)), GOOD_NEWS),
     (_rating_rule(_COVERAGE, r"(?:(?:at|with|as|to)\s+)?", BUY_RATINGS), GOOD_NEWS),
     (_rating_rule(_COVERAGE, r"(?:at|with|as|to)\s+", SELL_RATINGS), BAD_NEWS),
 )
@@ -423,6 +452,12 @@ _STANCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"\b(?:is|remains|still|looks\s+like)\s+an?\s+(?:strong\s+)?buy\b", GOOD_NEWS),
         (r"\b(?:is|remains|still|looks\s+like)\s+an?\s+(?:strong\s+)?sell\b", BAD_NEWS),
+        (
+            r"\b(?:moves?|moved|moving|goes|went|hits?|steps?|stepped)\s+(?:to\s+)?the\s+sidelines\b",
+            BAD_NEWS,
+        ),
+        (r"\bneg(?:ative)?\s+comments\b|\bstreet-low\b", BAD_NEWS),
+        (r"\bpos(?:itive)?\s+comments\b|\bstreet-high\b", GOOD_NEWS),
     )
 )
 """Analysts' stances without a rating's name: "cut at Credit Suisse", "cools on Molson Coors",
@@ -520,9 +555,10 @@ def _compared(text: str, match: re.Match[str]) -> str:
 
 def _figure_sign(before: str) -> int:
     """Whether a rise of the figure the text last named is good: +1 when it names none."""
-    for word in reversed(words_of(before)[-8:]):
-        if word.key in QUANTITIES:
-            return QUANTITIES[word.key]
+    words = words_of(before)[-8:]
+    for j in range(len(words) - 1, -1, -1):
+        if words[j].key in QUANTITIES:
+            return QUANTITIES[words[_head_figure(words, j)].key]
     return 1
 
 

@@ -62,9 +62,11 @@ FINANCE_WORDS: dict[str, float] = {
     # operations cut back, prices giving back or extending a move, money in and out, trouble
     **_forms(-1.8, "opsdown", "gainsgiven", "lossesextended", "fundsselling", "underfire"),
     **_forms(1.8, "lossesrecouped", "gainsextended", "fundsbuying"),
-    **_forms(1.5, "keenon", "accumulating", "impresses", "impressed", "attractive", "repurchase"),
+    **_forms(1.5, "keenon", "accumulating", "impresses", "impressed", "attractive"),
     **_forms(2.0, "trialsuccess", "newbusiness", "toppick", "outperforming", "gainer"),
     **_forms(1.2, "likes", "resilient"),
+    **_forms(-1.5, "putsbought", "shutdowns", "obliterated", "plummeting"),
+    **_forms(1.5, "callsbought"),
     **_forms(-1.5, "writedown", "writedowns", "shutdown"),
     **_forms(-2.5, "nosedive", "nosedives", "nosedived"),
     **_forms(-1.5, "hamper", "hampers", "hampered", "hampering", "dampen", "dampens", "dampened"),
@@ -216,13 +218,16 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"|offices|outlets|mills|refiner(?:y|ies)|sites|facilities|operations|production|output"
         r"|flights|routes|services|shipments|deliveries|withdrawals|dividends?|buybacks?|guidance"
         r"|development|enrollment|trials?|studies|study|projects?|plans?|programs?|programmes?)\b"
+        r"|\b(?:suspension|closure|halt|cancellation|elimination) (?:of|to) (?:the |its |their )?"
+        r"(?:\w+ )?(?:dividends?|buybacks?|guidance|production|operations|flights|plants?|stores)\b"
         r"|\bpull(?:s|ed|ing)? the plug\b",
         "opsdown",
     ),
     (
         r"\b(?:pares?|pared|paring|erases?|erased|erasing|trims?|trimmed|trimming|gives? (?:up|back)"
         r"|gave (?:up|back)|giving (?:up|back)|surrender(?:s|ed|ing)?|wipes? out|wiped out)"
-        r" (?:(?:all|some|most|much|early|earlier|its|their|the|of|year-to-date|\d{4}) )*gains\b",
+        r" (?:[\w,.-]+ ){0,4}?(?:gains?|rally|rebound|advance|recovery)\b"
+        r"|\b(?:gives?|gave|giving|hands?|handed) back \+?\d+(?:\.\d+)?\s?%",
         "gainsgiven",
     ),
     (
@@ -257,7 +262,21 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (r"\bcrazy about\b", "keenon"),
     (r"\bunder fire\b|\btook a beating\b|\btakes a beating\b", "underfire"),
-    (r"\blegal action\b", "lawsuit"),
+    (r"\blegal action\b|\bclass[- ]action\b", "lawsuit"),
+    (
+        r"\b(?:reels?|reeled|reeling|reins?|reined|reining|tempers?|tempered|dials?|dialed) (?:in|back)"
+        r" (?:\w+ ){0,2}(?:expectations|estimates|forecasts?|outlook|targets?|pt)\b",
+        "cutsguidance",
+    ),
+    (
+        r"\bunusual puts\b|\b(?:buys?|bought|buying|buyers? of) (?:[\w$.,/-]+ ){0,4}?puts\b",
+        "putsbought",
+    ),
+    (
+        r"\bunusual calls\b|\b(?:buys?|bought|buying|buyers? of) (?:[\w$.,/-]+ ){0,4}?calls\b"
+        r"|\bcalls bought\b",
+        "callsbought",
+    ),
     (r"\b(?:free ?fall|nose ?dive)s?\b", "nosedive"),
     (
         r"\b(?:met|meets|meeting|achieved|achieves|hit|hits) (?:its |the |all |both )?"

@@ -433,6 +433,30 @@ def test_new_business_trial_results_approvals_and_price_pops_are_good_news(
     assert bucket(scorer, text) == "positive"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a high a price falls from is no move up
+        "Futures dip from all-time highs",
+        # a change's direction says more than the rating it lands on
+        "Becton Dickinson downgraded to outperform from strong buy at Raymond James",
+        "Oil prices fell, paring some of their recent rebound",
+        "WTI crude gives back 1% on trade worries",
+        "WTI oil down $1.84 to settle at $55.21",
+        "Loss per share deepened to 18 cents from 7 cents",
+        # indicators whose rise is good for the economy
+        "Industrial production contracts 3.8% in October",
+        "Construction costs soar to $12 billion",
+        "Optimism among small businesses plummets",
+        "A securities class action was filed against the lender",
+        "Traders bought 10,000 puts on the retailer",
+        "Citi reels in its price target on the retailer",
+    ],
+)
+def test_bad_news_the_scorer_missed_on_the_tuning_part(scorer: LexiconEnricher, text: str) -> None:
+    assert bucket(scorer, text) == "negative"
+
+
 def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
     assert read_negations("Sales did not rise sharply") == "Sales did not_rise not_sharply"
     assert (
