@@ -85,7 +85,8 @@ FALLS = _words(
     scraps scrapped slowed slows decelerated subside subsides subsided axe axes axed axing
     eliminate eliminates eliminated eliminating slipping sliding sinking tumbling sagging skid
     skids skidded skidding nosedive nosedives nosedived dives dived diving plummet plummets
-    plummeted plummeting trimming"""
+    plummeted plummeting trimming diminish diminishes diminished diminishing dwindle dwindles
+    dwindled dwindling muted subdued"""
 )
 """Words that say a figure went up or down: verbs, nouns and adjectives alike."""
 
@@ -96,11 +97,11 @@ TAKES_OBJECT = _words(
     trim slashed slashes slash halved smaller weaker stronger pulls pulled withdraws withdrew
     suspends suspended scraps scrapped improved improve improves rise decline decrease drop fall
     growth reduction improvement axe axes axed axing eliminate eliminates eliminated eliminating
-    lifting hiking boosting upping create creates created creating"""
+    lifting hiking boosting upping create creates created creating muted subdued"""
 )
 """Moves whose figure usually follows them ("raises guidance", "higher costs", "a rise in sales")."""
 
-_ADJECTIVES = _words("higher lower weaker stronger bigger smaller")
+_ADJECTIVES = _words("higher lower weaker stronger bigger smaller muted subdued")
 _MOVE_ENDS = _words(
     """to by on in at after as with over from amid for since ahead following toward towards
     against versus vs while but and again further of before despite"""
@@ -241,6 +242,9 @@ _PLAIN_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "npls",
         ),
         (r"\bshort interest\b", "shortinterest"),
+        # a percent change named as a noun: "18% growth in traffic" is traffic rising
+        (r"(?<=%) (?:growth|increase|rise|jump|gain) in\b", " rise in"),
+        (r"(?<=%) (?:decline|drop|fall|decrease|contraction) in\b", " decline in"),
         # indicators whose rise is good for the economy, though their words alone are either
         # way (production) or bad (spending)
         (
@@ -403,7 +407,14 @@ _RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a change's direction says more than the rating it lands on: "downgraded to outperform
     # from strong buy", "upgraded to hold from sell"
     (_rating_rule(r"(?:downgraded|downgrades)", r"to\s+", BUY_RATINGS), BAD_NEWS),
-    (_rating_rule(r"(?:upgraded|upgrades)", r"to\s+", (*SELL_RATINGS, *HOLD_RATINGS)), GOOD_NEWS),
+    (
+        _rating_rule(
+            r"(?:upgraded|upgrades|ups|upped|raised|raises)",
+            r"to\s+",
+            (*SELL_RATINGS, *HOLD_RATINGS),
+        ),
+        GOOD_NEWS,
+    ),
     (_rating_rule(_COVERAGE, r"(?:(?:at|with|as|to)\s+)?", BUY_RATINGS), GOOD_NEWS),
     (_rating_rule(_COVERAGE, r"(?:at|with|as|to)\s+", SELL_RATINGS), BAD_NEWS),
 )
@@ -488,7 +499,8 @@ def _figure(name: str) -> str:
 
 _NOW_THEN = re.compile(
     rf"{_figure('now')}(?P<link>\s*,?\s*(?:(?:as |when )?compared (?:to|with)|versus|vs\.?"
-    r"|against|(?:up |down )?from|over|in comparison (?:to|with))\s+(?:(?:a|an|the)\s+)?"
+    r"|against|(?:up |down )?from|over|in comparison (?:to|with))\s+(?:(?:a|an|the|its)\s+)?"
+    r"(?:(?:prior|previous|earlier|old)\s+(?:view\s+|guidance\s+|forecast\s+|outlook\s+)?(?:of\s+)?)?"
     rf"(?:(?:net |operating )?profit of\s+)?){_figure('then')}",
     re.IGNORECASE,
 )

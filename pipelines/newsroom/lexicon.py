@@ -65,6 +65,9 @@ FINANCE_WORDS: dict[str, float] = {
     **_forms(1.5, "keenon", "accumulating", "impresses", "impressed", "attractive"),
     **_forms(2.0, "trialsuccess", "newbusiness", "toppick", "outperforming", "gainer"),
     **_forms(1.2, "likes", "resilient"),
+    **_forms(1.5, "discovery", "buyinginterest", "probedropped"),
+    **_forms(-1.5, "hinder", "hinders", "hindered", "hindering"),
+    **_forms(0.0, "abandons", "erratum"),
     **_forms(-1.5, "putsbought", "shutdowns", "obliterated", "plummeting"),
     **_forms(1.5, "callsbought"),
     **_forms(-1.5, "writedown", "writedowns", "shutdown"),
@@ -99,7 +102,7 @@ FINANCE_WORDS: dict[str, float] = {
     **_forms(0.0, "debt", "risk", "risks"),
     # crypto
     **_forms(1.5, "exchangelisting", "halving", "airdrop", "etfapproval"),
-    **_forms(-2.2, "etfrejection", "delistings", "rugpulled", "scammers", "frozen", "freezes"),
+    **_forms(-2.2, "etfrejection", "delistings", "rugpulled", "scammers", "freezes"),
     # general-language words that mean little in market news
     **_forms(0.0, "shares", "value", "values", "profit", "profits", "agreement", "agreements"),
     **_forms(0.0, "number", "numbers", "earnings", "figure", "growth", "increase", "deal"),
@@ -146,7 +149,9 @@ PHRASES: tuple[tuple[str, str], ...] = (
         "cutsguidance",
     ),
     (
-        r"\b(?:tops?|topped|exceeds?|exceeded|surpass(?:es|ed)?) (?:\w+ ){0,2}(?:estimates|expectations|forecasts|consensus|views)\b",
+        r"\b(?:tops?|topped|exceeds?|exceeded|surpass(?:es|ed)?|(?:plows?|plowed|sails?|sailed"
+        r"|races?|raced|blows?|blew) past) (?:\w+ ){0,4}?(?:estimates|expectations|forecasts"
+        r"|consensus|views)\b",
         "beatsestimates",
     ),
     (
@@ -174,7 +179,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bbuy(?:ing|s)? (?:the )?dips?\b", "buythedip"),
     (r"\betfs? (?:approval|approved|greenlit|green light|wins approval)\b", "etfapproval"),
     (
-        r"\b(?:wins?|won|winning|secures?|secured|lands?|landed|awarded|bags?|bagged|clinch(?:es|ed)?)"
+        r"\b(?:wins?|won|winning|secures?|secured|lands?|landed|awarded|bags?|bagged|clinch(?:es|ed)?"
+        r"|receives?|received|inks?|inked|signs?|signed)"
         r" (?:an? |the )?(?:[\w$.,-]+ ){0,4}?(?:contracts?|orders?|deals?|tenders?|mandates?"
         r"|bids?|approval|licen[cs]es?)\b",
         "contractwin",
@@ -289,12 +295,39 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"|over |more than |another |an? )?[\d,.]+\s?(?:k|m|million|thousand)? (?:new )?"
         r"(?:jobs|workers|staff|employees|payrolls|positions|subscribers|users|customers)\b"
         r"|\b(?:new|additional|more) (?:jobs|orders|customers|subscribers)\b"
+        r"|\badds? (?:the )?(?:most|record|more) (?:new )?(?:subscribers|users|customers|jobs)\b"
         r"|\b(?:hits?|tops?|topped|has|have|amassed|receives?|received|gets?|got|secures?|secured|books?"
+        r"|reports?|reported"
         r"|booked) (?:more than |over |nearly |about )?[\d,.]+\s?(?:k|m|million|thousand)? "
         r"(?:pre-?)?orders\b",
         "newbusiness",
     ),
-    (r"\bbuys? back\b|\bbuying back\b|\bbought back\b", "buyback"),
+    (
+        r"\bbuys? back\b|\bbuying back\b|\bbought back\b"
+        r"|\bnew (?:[\w$.]+ ){0,3}(?:share )?(?:buyback|repurchase) (?:program|programme|plan)\b",
+        "buyback",
+    ),
+    (r"\b(?:eps|earnings per share|loss per share) (?:of )?[-−](?=\$?\d)", "redink "),
+    (r"\b(?:oil|gas|gold|copper|lithium|mineral|new|major|significant) discovery\b", "discovery"),
+    (r"\b(?:ground|grinds?|grinding|came|comes|coming) to a (?:halt|standstill)\b", "opsdown"),
+    (r"\bbuying interest\b|\bbuy blocks?\b|\btime to buy\b", "buyinginterest"),
+    (
+        r"\b(?:drops?|dropped|dropping|abandons?|abandoned|ends?|ended) (?:its |their |the |a )?"
+        r"(?:\w+ )?(?:probe|investigation|charges|lawsuit|case|suit|claims?|inquiry)\b",
+        "probedropped",
+    ),
+    (
+        r"\b(?:drops?|dropped|dropping) (?:its |their |the |a )?(?:\w+ )?(?:bid|plan|offer"
+        r"|proposal|pursuit|effort|opposition|brand|name|appeal|challenge|requirements?|limits?)\b",
+        "abandons",
+    ),
+    (r"(?:^|:\s*)correction\b|\bcorrection(?: to|:)", "erratum"),
+    (
+        r"\b(?:withdrawals|funds|assets|accounts|deposits|balances)"
+        r" (?:are |were |remain |have been |been )?frozen\b"
+        r"|\b(?:freez(?:es|ing|e)|froze) (?:\w+ )?(?:withdrawals|funds|assets|accounts|deposits)\b",
+        "freezes",
+    ),
     (r"\bgap(?:s|ped|ping)? up\b", "upmove"),
     (r"\bgap(?:s|ped|ping)? down\b", "downmove"),
     (r"\bbreak(?:s|ing)? out\b|\bbroke out\b", "breakout"),

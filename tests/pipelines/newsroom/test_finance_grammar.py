@@ -457,6 +457,30 @@ def test_bad_news_the_scorer_missed_on_the_tuning_part(scorer: LexiconEnricher, 
     assert bucket(scorer, text) == "negative"
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Airline reports 18% growth in January traffic", "positive"),
+        ("Chipmaker surpasses quarterly earnings and revenue estimates", "positive"),
+        ("Retailer now sees full-year EPS of $4.75 to $4.95 vs. prior $5.15 to $5.45", "negative"),
+        ("Biotech reports EPS of -$0.45 for the quarter", "negative"),
+        ("Oil shipments to China have ground to a halt", "negative"),
+        ("Compass Point ups the REIT to neutral", "positive"),
+        # dropping a probe is good news for who was probed; dropping a plan is no news
+        ("Prosecutor drops investigation into the bank", "positive"),
+        ("Google drops plan to buy a stake in the wind park", "neutral"),
+        # frozen withdrawals are bad news, a film called Frozen is none
+        ("The exchange froze withdrawals after the hack", "negative"),
+        ("Frozen 2 opens in cinemas across China", "neutral"),
+        ("Correction: the company's results are due on Tuesday", "neutral"),
+    ],
+)
+def test_results_guidance_and_events_read_on_the_tuning_part(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
 def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
     assert read_negations("Sales did not rise sharply") == "Sales did not_rise not_sharply"
     assert (
