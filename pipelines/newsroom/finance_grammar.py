@@ -253,7 +253,7 @@ _PLAIN_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|\bbuilding permits\b",
             "activity",
         ),
-        (r"\b(?:lay|lays|laying|laid) off\b", "layoffs"),
+        (r"\b(?:lay|lays|laying|laid) off\b|\bjob (?:cuts|losses)\b", "layoffs"),
     )
 )
 
@@ -487,7 +487,8 @@ _SCALES: dict[str, float] = {
 }  # fmt: skip
 _MONEY = r"(?:eur|usd|gbp|sek|nok|dkk|chf|jpy|rmb|cny|inr|rs\.?|us\$|\$|€|£|¥)\s?"
 _FIGURE = (
-    r"(?P<{n}loss>(?:net |operating |pre-tax |pretax )?loss(?:es)? of\s+)?"
+    r"(?P<{n}loss>(?:(?:net |operating |pre-tax |pretax )?loss(?:es)?(?: per share)? of"
+    r"|loss per share|(?:a )?per-share loss(?: of)?)\s+)?"
     rf"(?P<{{n}}money>{_MONEY})?(?P<{{n}}value>\d[\d,]*(?:\.\d+)?)\s?"
     r"(?P<{n}unit>mn|mln|million|bn|bln|billion|m|b|k|thousand|%|cents?)?(?!\w)"
 )
@@ -562,7 +563,12 @@ def _compared(text: str, match: re.Match[str]) -> str:
         return match[0]
     token = GOOD_NEWS if change * good > 0 else BAD_NEWS
     split = match.start("link") - match.start()
-    return f"{match[0][:split]} {token} {match[0][split:]}"
+    # the comparison carries the news: "loss" inside it is no bad word of its own
+    left, right = (_LOSS_WORD.sub(MEASURED, p) for p in (match[0][:split], match[0][split:]))
+    return f"{left} {token} {right}"
+
+
+_LOSS_WORD = re.compile(r"\bloss(?:es)?\b", re.IGNORECASE)
 
 
 def _figure_sign(before: str) -> int:

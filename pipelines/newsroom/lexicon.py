@@ -65,7 +65,7 @@ FINANCE_WORDS: dict[str, float] = {
     **_forms(1.5, "keenon", "accumulating", "impresses", "impressed", "attractive"),
     **_forms(2.0, "trialsuccess", "newbusiness", "toppick", "outperforming", "gainer"),
     **_forms(1.2, "likes", "resilient"),
-    **_forms(1.5, "discovery", "buyinginterest", "probedropped"),
+    **_forms(1.5, "discovery", "buyinginterest", "probedropped", "settlement"),
     **_forms(-1.5, "hinder", "hinders", "hindered", "hindering"),
     **_forms(0.0, "abandons", "erratum"),
     **_forms(-1.5, "putsbought", "shutdowns", "obliterated", "plummeting"),
@@ -268,6 +268,12 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (r"\bcrazy about\b", "keenon"),
     (r"\bunder fire\b|\btook a beating\b|\btakes a beating\b", "underfire"),
+    (
+        r"\b(?:agree(?:s|d)? to pay (?:[\w$.,'’-]+ ){0,6}?to )?(?:settles?|settled|settling"
+        r"|resolves?|resolved|resolving|end) (?:[\w$.,'’-]+ ){0,5}?(?:lawsuits?|suits?|probes?"
+        r"|investigations?|charges|claims|cases?|litigation|disputes?|allegations)\b",
+        "settlement",
+    ),
     (r"\blegal action\b|\bclass[- ]action\b", "lawsuit"),
     (
         r"\b(?:reels?|reeled|reeling|reins?|reined|reining|tempers?|tempered|dials?|dialed) (?:in|back)"
@@ -312,7 +318,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\b(?:ground|grinds?|grinding|came|comes|coming) to a (?:halt|standstill)\b", "opsdown"),
     (r"\bbuying interest\b|\bbuy blocks?\b|\btime to buy\b", "buyinginterest"),
     (
-        r"\b(?:drops?|dropped|dropping|abandons?|abandoned|ends?|ended) (?:its |their |the |a )?"
+        r"\b(?:drops?|dropped|dropping|abandons?|abandoned|ends?|ended|suspends?|suspended|closes?"
+        r"|closed|halts?|halted) (?:its |their |the |a )?"
         r"(?:\w+ )?(?:probe|investigation|charges|lawsuit|case|suit|claims?|inquiry)\b",
         "probedropped",
     ),

@@ -481,6 +481,26 @@ def test_results_guidance_and_events_read_on_the_tuning_part(
     assert bucket(scorer, text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a settlement ends the uncertainty a lawsuit or probe carried
+        ("The restaurant chain will pay $26 million to settle a wage lawsuit", "positive"),
+        ("The bank agrees to pay $192 million to resolve a tax probe", "positive"),
+        ("The regulator has suspended its probe of the music group", "positive"),
+        # a loss written per share is a loss in the comparison
+        ("Quarterly EPS $1.88 vs. loss per share $1.23 a year ago", "positive"),
+        ("EPS of 42 cents vs. a per-share loss of 24 cents", "positive"),
+        ("Net loss of EUR 2.1 mn compared to a net loss of EUR 3.4 mn", "positive"),
+        ("U.S. job cuts rise in January, Challenger says", "negative"),
+    ],
+)
+def test_settlements_losses_per_share_and_job_cuts(
+    scorer: LexiconEnricher, text: str, expected: str
+) -> None:
+    assert bucket(scorer, text) == expected
+
+
 def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
     assert read_negations("Sales did not rise sharply") == "Sales did not_rise not_sharply"
     assert (
