@@ -484,9 +484,9 @@ def test_results_guidance_and_events_read_on_the_tuning_part(
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        # a settlement ends the uncertainty a lawsuit or probe carried
-        ("The restaurant chain will pay $26 million to settle a wage lawsuit", "positive"),
-        ("The bank agrees to pay $192 million to resolve a tax probe", "positive"),
+        # a settlement ends a lawsuit's uncertainty at a cost: not bad news, a little good
+        ("The restaurant chain will pay $26 million to settle a wage lawsuit", "neutral"),
+        ("The bank agrees to pay $192 million to resolve a tax probe", "neutral"),
         ("The regulator has suspended its probe of the music group", "positive"),
         # a loss written per share is a loss in the comparison
         ("Quarterly EPS $1.88 vs. loss per share $1.23 a year ago", "positive"),
