@@ -547,6 +547,8 @@ def _read_figure(match: re.Match[str], name: str) -> Figure:
 
 def read_comparisons(text: str) -> str:
     """Each comparison of two figures marked `finup` or `findown` between its two figures."""
+    if sum(c.isdigit() for c in text) < 2:  # two figures need two digits: a cheap test first
+        return text
     for pattern in (_THEN_NOW, _NOW_THEN):
         text = pattern.sub(partial(_compared, text), text)
     return text
@@ -598,6 +600,8 @@ _SURPRISE = re.compile(
 def read_surprises(text: str) -> str:
     """Each result against expectations as `beatsestimates` or `missesestimates`, read with the
     figure it is about: a smaller loss than expected beats, smaller sales than expected miss."""
+    if "than" not in text.lower():  # a cheap test first
+        return text
     return _SURPRISE.sub(partial(_surprise, text), text)
 
 
