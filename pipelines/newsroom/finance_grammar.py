@@ -441,12 +441,12 @@ _STANCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             BAD_NEWS,
         ),
         (
-            r"\b(?:turns?|turned|turning|grows?|grew|more)\s+(?:negative|bearish|cautious|sour)"
+            r"\b(?:turns?|turned|turning|grows?|grew)\s+(?:negative|bearish|cautious|sour)"
             r"\s+on\b|\b(?:cools?|cooled|sours?|soured|warns?|warned)\s+on\b",
             BAD_NEWS,
         ),
         (
-            r"\b(?:turns?|turned|turning|grows?|grew|more)\s+(?:positive|bullish|constructive)"
+            r"\b(?:turns?|turned|turning|grows?|grew)\s+(?:positive|bullish|constructive)"
             r"\s+on\b|\bwarms?\s+(?:up\s+)?to\b",
             GOOD_NEWS,
         ),

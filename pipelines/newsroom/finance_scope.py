@@ -147,6 +147,8 @@ def read_negations(text: str) -> str:
     flips = [0] * len(words)
     i = 0
     while i < len(words):
+        if words[i].key == "never" and _emphasis_follows(words, i):
+            out[i] = ""  # emphasis; dropped, or VADER would read it as a negation
         size, drop = _negator_at(words, i)
         scope = _scope(words, i + size - 1) if size else []
         for k in scope:

@@ -208,8 +208,17 @@ def test_verbs_of_prevention_negate_what_they_prevent(
     assert bucket(scorer, text) == expected
 
 
-def test_never_before_this_or_so_is_emphasis_not_negation(scorer: LexiconEnricher) -> None:
-    assert bucket(scorer, "Hedge funds have never been this bullish on gold") == "positive"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hedge funds have never been this bullish on gold",
+        "Hedge funds have never been more bullish on the chipmaker",
+    ],
+)
+def test_never_before_this_so_or_more_is_emphasis_not_negation(
+    scorer: LexiconEnricher, text: str
+) -> None:
+    assert bucket(scorer, text) == "positive"
 
 
 @pytest.mark.parametrize(
