@@ -44,7 +44,7 @@ GOOD_WHEN_UP = _words(
 BAD_WHEN_UP = _words(
     """loss losses deficit cost costs expenses expense spending debt debts borrowings
     liabilities writedowns write-downs impairment impairments charges provisions unemployment
-    jobless layoffs redundancies churn defaults delinquencies outflows inflation risk risks
+    jobless layoffs redundancies churn defaults delinquencies outflows inflation cpi ppi risk risks
     volatility inventories stockpiles shorts claims bankruptcies fees fines penalties
     liquidations fear fears worries concerns concern uncertainty recession pressure pressures
     headwinds tensions strain stress pessimism npls shortinterest charge-offs chargeoffs write-offs

@@ -261,12 +261,13 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (
         r"\b(?:hedge funds?|funds|investors|insiders|institutions|whales|billionaires?|smart money)"
         r" (?:are |were |have been |keep |kept )?(?:buying|accumulating|piling into|loading up"
-        r"|betting on|scooping up|snapping up|adding to)\b",
+        r"|betting on|scooping up|snapping up|adding to|accumulates?|buy|pile into|piled into)\b",
         "fundsbuying",
     ),
     (
         r"\b(?:hedge funds?|funds|investors|insiders|institutions|whales|billionaires?|smart money)"
         r" (?:are |were |have been |keep |kept )?(?:selling|dumping|cashing out|exiting|unloading"
+        r"|sell|dump|dumped|flee|fled|pull out|pulled out"
         r"|betting against|shorting|fleeing|bailing on|disconnecting from|dropp(?:ed|ing) the ball"
         r"|rushing to sell|running from|getting burned)\b",
         "fundsselling",
