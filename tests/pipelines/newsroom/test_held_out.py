@@ -2,9 +2,9 @@
 not speed; skipped, saying why, where the set is not beside the repository.
 
 The issue's goals are accuracy >= 0.80, macro-F1 >= 0.75 and negative recall >= 0.70. Measured on
-this set the scorer reaches 0.784, 0.725 and 0.64 (docs/newsroom.md): the floors below are those
-figures rounded down, so that a change that makes the scorer worse fails here, and they are to be
-raised to the goals as the scorer reaches them.
+this set the scorer reaches 0.807, 0.755 and 0.709 (docs/newsroom.md): the floors below are those
+figures rounded down, which are the goals, so that a change that makes the scorer worse, or drops
+it below a goal, fails here.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ pytestmark = pytest.mark.skipif(
     reason=f"the labelled set is not at {LABELLED_SET} (tests/fixtures/sentiment/README.md)",
 )
 
-ACCURACY_FLOOR = 0.78
-MACRO_F1_FLOOR = 0.72
-NEGATIVE_RECALL_FLOOR = 0.63
+ACCURACY_FLOOR = 0.80
+MACRO_F1_FLOOR = 0.75
+NEGATIVE_RECALL_FLOOR = 0.70
 
 
 @pytest.fixture(scope="module")
