@@ -3,14 +3,15 @@
 The grammar (`finance_grammar`) reads what happened: a figure's move, a rating, a beat. These rules
 read how it is said, after the grammar, over the words of each clause:
 
-- **Negation** flips the words after a negator, to the end of the clause or four words on: "failed
-  to win approval", "does not expect demand to recover", "no longer expects a loss". VADER looks
-  only three words back and stops at any word of its lexicon, so it missed these.
-- **Hedges** weaken what is not stated as fact: a question ("Is Nike a buy?") and a forecast
-  without a source ("sales are expected to rise").
 - **Yardsticks** carry no news of their own: the consensus a result will be read against
   ("economists expect payrolls to rise") and a result that only matched it ("core CPI rose 0.3%,
-  in line with forecasts"). Their moves are rewritten to the neutral `figure`.
+  in line with forecasts"). Their moves are rewritten to the neutral `figure`. A forecast stated
+  in the news ("sales are expected to rise") is news about the outlook and keeps its reading.
+- **Negation** flips the three words of its clause after a negator, fillers not counted: "failed
+  to win approval", "does not expect demand to recover", "no longer expects a loss"; verbs of
+  prevention negate what they prevent ("averting a default"). VADER looks only three words back
+  and stops at any word of its lexicon, so it missed these.
+- **Questions** are hedged: "Is Nike a buy?" states nothing.
 
 A negated or hedged word is rewritten with a prefix (`not_rise`, `hedge_surge`) that the enricher's
 lexicon scores as the word's valence times the rule's factor (`scoped_valences`).
@@ -39,7 +40,7 @@ HEDGED = "hedge_"
 NEGATION_FACTOR = N_SCALAR
 """A negated word counts as VADER counts one: its valence times -0.74."""
 HEDGE_FACTOR = 0.35
-"""A hedged word (in a question, in a forecast with no source) counts about a third."""
+"""A hedged word (in a question) counts about a third."""
 
 
 def _words(text: str) -> frozenset[str]:
@@ -269,4 +270,9 @@ def _yardstick_sentence(sentence: str) -> str:
 
 
 def _neutral_moves(words: Sequence[Word]) -> str:
-    return " ".join(MEASURED if w.key in MOVES else w.text for w in words)
+    return " ".join(_neutral(w) if w.key in MOVES else w.text for w in words)
+
+
+def _neutral(word: Word) -> str:
+    # the word's punctuation kept: negation and hedges read clause and sentence ends
+    return MEASURED + word.text[len(word.text.rstrip(".,;:!?")) :]
