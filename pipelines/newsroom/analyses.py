@@ -131,11 +131,16 @@ def news_by_symbol(briefs: pl.DataFrame, days: pl.DataFrame) -> dict[str, dict[s
     titles = titled.group_by("symbol", maintain_order=True).agg(
         pl.col("_title").unique(maintain_order=True).head(TOP_STORIES).alias("stories")
     )
-    counts = week.group_by("symbol").agg(
-        briefs_today=pl.col("_today").sum(),
-        briefs_7d=pl.len(),
-        sentiment_today=pl.col("_score").filter("_today").mean(),
-        sentiment_7d=pl.col("_score").mean(),
+    # summed in order of value: the same briefs in another row order give the same float mean
+    counts = (
+        week.sort("symbol", "_score", nulls_last=True)
+        .group_by("symbol")
+        .agg(
+            briefs_today=pl.col("_today").sum(),
+            briefs_7d=pl.len(),
+            sentiment_today=pl.col("_score").filter("_today").mean(),
+            sentiment_7d=pl.col("_score").mean(),
+        )
     )
     joined = counts.join(titles, on="symbol", how="left")
     return {
@@ -150,8 +155,10 @@ def news_by_symbol(briefs: pl.DataFrame, days: pl.DataFrame) -> dict[str, dict[s
     }
 
 
-def _mean(briefs: pl.DataFrame) -> float | None:
-    scored = briefs["sentiment"].drop_nulls().drop_nans()
+def mean_sentiment(briefs: pl.DataFrame) -> float | None:
+    """The briefs' mean sentiment (unscored ones left out), summed in order of value: the same
+    briefs in another row order (daily runs against one full run) give the same float."""
+    scored = briefs["sentiment"].drop_nulls().drop_nans().sort()
     return None if scored.is_empty() else float(scored.mean())  # type: ignore[arg-type]
 
 
@@ -245,7 +252,7 @@ def gather_market_facts(
         leaders=tuple(m for m in ranked if fmt.sign(m.change_1d) > 0)[:TOP_MOVERS],
         laggards=tuple(m for m in reversed(ranked) if fmt.sign(m.change_1d) < 0)[:TOP_MOVERS],
         briefs=todays.height,
-        sentiment=_mean(todays),
+        sentiment=mean_sentiment(todays),
         bullish=int((scores >= POSITIVE_FROM).sum()),
         bearish=int((scores <= -POSITIVE_FROM).sum()),
         stories=tuple(_top_titles(todays)),

@@ -285,3 +285,20 @@ def test_the_tables_land_in_the_warehouse_and_are_visible_in_duckdb(tmp_path: Pa
         ).fetchall()
     assert newest == [("BTC", DAY_MS, "template")]
     assert summary == [(DAY, DAY_MS, True)]
+
+
+def test_mean_sentiments_do_not_depend_on_the_order_of_the_briefs() -> None:
+    # daily runs and one full run hold the same briefs in different row orders: a mean summed in
+    # row order can land either side of a rounding boundary ((-2.92 + 1.38 + 1.99) / 3 is 0.15 in
+    # this order, 0.15000000000000005 in the other, written +0.1 and +0.2)
+    rows = [
+        {"market": "crypto", "article_id": i, "timestamp": DAY_MS, "date": DAY}
+        | {"title": f"Story {i}", "symbols": ["BTC"], "sentiment": score, "clout": "high"}
+        | {"body": "", "topic": "price", "enricher": "lexicon", "feed": "f"}
+        for i, score in enumerate([-2.92, 1.38, 1.99])
+    ]
+    frame = pl.DataFrame(rows, schema=BRIEFS.schema)
+    days = pl.DataFrame({"symbol": ["BTC"], "day": [DAY]})
+    news = analyses.news_by_symbol(frame, days)["BTC"]
+    assert news == analyses.news_by_symbol(frame.reverse(), days)["BTC"]
+    assert analyses.mean_sentiment(frame) == analyses.mean_sentiment(frame.reverse())
