@@ -228,7 +228,8 @@ def _check_rows(connection: duckdb.DuckDBPyConnection, manifest: Manifest, name:
 
 @dataclass(frozen=True, slots=True)
 class VersionLoad:
-    """What switching to a version cost this worker."""
+    """What switching to a version cost this worker: from reading its manifest to serving it (the
+    cache's eviction afterwards not included)."""
 
     version: int
     seconds: float
@@ -360,13 +361,11 @@ class DuckDBWarehouseReader:
             self.prepare(snapshot)
         self._live.add(snapshot)
         self._snapshot = snapshot  # the swap: one reference assignment
+        seconds = time.perf_counter() - started  # the switch; what follows is housekeeping
         del current  # from here only requests still in flight keep the old snapshot alive
         self.files.release({path for live in list(self._live) for path in served_files(live.manifest)})  # fmt: skip
         self.last_load = VersionLoad(
-            manifest.version,
-            time.perf_counter() - started,
-            localized.fetched_files,
-            localized.fetched_bytes,
+            manifest.version, seconds, localized.fetched_files, localized.fetched_bytes
         )
         logger.info(
             "warehouse data version %s loaded from %s in %.3f s (%d files, %d bytes fetched)",
