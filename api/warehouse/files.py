@@ -155,8 +155,6 @@ class FileCache:
         with self._lock:
             missing = [r for r in dict.fromkeys(relatives) if r not in self._linked]
         fetched = [b for b in self._fetchers.map(self._link_or_fetch, missing) if b is not None]
-        with self._lock:
-            self._linked.update(missing)
         files = {r: LocalFile(str(self.directory / r), self._rows_of(r)) for r in relatives}
         return Localized(files, len(fetched), sum(fetched))
 
@@ -186,14 +184,15 @@ class FileCache:
         the bytes fetched, or None when the copy was there."""
         shared, mine = _inside(self.objects, relative), _inside(self.directory, relative)
         mine.parent.mkdir(parents=True, exist_ok=True)
-        if _link(shared, mine):
-            return None
-        with _held(self._locks / f"{hashlib.sha1(relative.encode()).hexdigest()}.lock"):
-            if _link(shared, mine):  # fetched by another worker while this one waited
-                return None
-            size = self._fetch(relative, shared)
-            if not _link(shared, mine):  # pragma: no cover - evicted within microseconds
-                raise FileNotFoundError(f"{shared} vanished right after its fetch")
+        size: int | None = None
+        if not _link(shared, mine):
+            with _held(self._locks / f"{hashlib.sha1(relative.encode()).hexdigest()}.lock"):
+                if not _link(shared, mine):  # not fetched by another worker meanwhile
+                    size = self._fetch(relative, shared)
+                    if not _link(shared, mine):  # pragma: no cover - evicted within microseconds
+                        raise FileNotFoundError(f"{shared} vanished right after its fetch")
+        with self._lock:  # linked: released by `release` even if another file of the version fails
+            self._linked.add(relative)
         return size
 
     def _fetch(self, relative: str, shared: Path) -> int:

@@ -215,3 +215,14 @@ def test_a_local_warehouse_is_read_in_place_and_each_footer_once(source: LocalSt
     files.release(live=[])
     with pytest.raises(FileNotFoundError):
         files.localize(FILES[:1])
+
+
+def test_a_version_that_fails_half_way_leaves_no_link_unreleased(
+    source: LocalStorage, tmp_path: Path
+) -> None:
+    cache = FileCache(source, tmp_path / "cache")
+    with pytest.raises(FileNotFoundError):
+        cache.localize([FILES[0], "t/missing.parquet"])
+    cache.release(live=[])
+    assert not (cache.directory / FILES[0]).exists()
+    cache.close()
