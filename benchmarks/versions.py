@@ -102,16 +102,13 @@ def object_storage() -> Iterator[str]:
         server.stop()
 
 
-def version_bytes(location: S3Location, manifest: Manifest, served_only: bool) -> dict[str, int]:
-    """Every file of the version (the served tables' only, or all) and its size."""
+def version_bytes(location: S3Location, manifest: Manifest) -> dict[str, int]:
+    """Every file of the version (served and internal tables) and its size."""
     client = boto3.client("s3", endpoint_url=location.endpoint_url, region_name="us-east-1")
     sizes = {}
-    for name in manifest.tables:
-        if served_only and name not in TABLES:
-            continue
-        for path in manifest.files(name):
-            reply = client.head_object(Bucket=location.bucket, Key=location.key(path))
-            sizes[path] = int(reply["ContentLength"])
+    for path in _paths(manifest):
+        reply = client.head_object(Bucket=location.bucket, Key=location.key(path))
+        sizes[path] = int(reply["ContentLength"])
     return sizes
 
 
@@ -234,12 +231,13 @@ def _measure(
     if after is None or after.version == before.version:
         raise RuntimeError("the news refresh committed no new version")
     loads = wait_for(serve_log, after.version, WORKERS)
-    served = version_bytes(location, after, served_only=True)
+    sizes = version_bytes(location, after)
+    served = {p: sizes[p] for name in after.tables if name in TABLES for p in after.files(name)}
     added = {path: size for path, size in served.items() if path not in _paths(before)}
     changed = sorted({name for name in after.tables if after.files(name) != before.files(name)})
     _traffic(base)
     rss = [rss_mib(pid) for pid in workers]
-    whole = sum(version_bytes(location, after, served_only=False).values()) / 2**20
+    whole = sum(sizes.values()) / 2**20
     cache = sum(p.stat().st_size for p in (data_dir / "cache").rglob("*") if p.is_file()) / 2**20
     quiet, landing, landed = p99_rounds(base, location, _copy_of(location))
     details: dict[str, Any] = {

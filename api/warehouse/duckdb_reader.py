@@ -87,10 +87,8 @@ class VersionDatabase:
         entry = self._filesets.get(key)
         if entry is None:
             view = f"{name}#{next(self._next)}"
-            sql = view_sql(TABLES[name], files).replace(
-                f"VIEW {quote_identifier(name)}", f"VIEW main.{quote_identifier(view)}", 1
-            )
-            self.connection.execute(sql)
+            qualified = f"main.{quote_identifier(view)}"
+            self.connection.execute(view_sql(TABLES[name], files, qualified))
             entry = self._filesets[key] = _FileSet(view)
         entry.users.add(schema)
         self._schemas[schema].append(key)

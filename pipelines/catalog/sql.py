@@ -47,22 +47,23 @@ def duckdb_type(dtype: pl.DataType) -> str:
         raise TypeError(f"no DuckDB type for catalog dtype {dtype}") from None
 
 
-def view_sql(table: Table, files: Sequence[str]) -> str:
+def view_sql(table: Table, files: Sequence[str], name: str | None = None) -> str:
     """`CREATE OR REPLACE VIEW` of `table` over the Parquet `files` (paths DuckDB can read), or an
-    empty view of the catalog's types when there are none."""
+    empty view of the catalog's types when there are none; `name` (quoted already, may be
+    schema-qualified) instead of the table's own."""
     paths = ", ".join(quote_literal(f) for f in files)
-    return view_over(table, f"read_parquet([{paths}])" if files else None)
+    return view_over(table, f"read_parquet([{paths}])" if files else None, name)
 
 
-def view_over(table: Table, source: str | None) -> str:
+def view_over(table: Table, source: str | None, name: str | None = None) -> str:
     """`CREATE OR REPLACE VIEW` of `table` selecting its catalog columns, typed, from `source` (a
-    table expression; None: no rows)."""
+    table expression; None: no rows), named `name` (quoted; default the table's name)."""
     columns = ", ".join(
         f"CAST({quote_identifier(c.name) if source else 'NULL'} AS {duckdb_type(c.dtype)}) "
         f"AS {quote_identifier(c.name)}"
         for c in table.columns
     )
-    name = quote_identifier(table.name)
+    name = name or quote_identifier(table.name)
     if source is None:
         return f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} WHERE false"
     return f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM {source}"
