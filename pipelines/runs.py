@@ -59,9 +59,12 @@ def single_run(build: Callable[[], F]) -> F:
         return build()
 
 
-def step_name(context: dg.AssetExecutionContext) -> str:
-    """The step's op name: one staging record per step of a run."""
-    return context.op_execution_context.op.name
+def step_name(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str:
+    """The step's name, one staging record per step of a run: its op's name, with the mapping key
+    of a step fanned out per shard (`trends_shard[crypto_s0of2]`)."""
+    op = context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
+    key = op.get_mapping_key()
+    return f"{op.op.name}[{key}]" if key else op.op.name
 
 
 def build_publish(

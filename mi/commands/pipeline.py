@@ -56,7 +56,11 @@ class Progress:
             self._user_message(entry)
         elif event.is_step_start and event.step_key:
             self._started[event.step_key] = entry.timestamp
-            self._line(f"{event.step_key} started")
+            domain, role = _step_role(event.step_key)
+            if role == "plan":
+                self._started[domain] = entry.timestamp
+            if role in ("", "plan"):
+                self._line(f"{domain} started")
         elif event.is_step_materialization and event.step_key:
             self._rows.setdefault(event.step_key, []).append(_rows_of(event))
         elif event.event_type == event.event_type.ASSET_CHECK_EVALUATION:
@@ -71,8 +75,16 @@ class Progress:
         key = event.step_key or ""
         elapsed = at - self._started.pop(key, at)
         rows = ", ".join(self._rows.pop(key, [])) or "no tables"
+        domain, role = _step_role(key)
         if event.is_step_success:
-            self._line(f"{key} done in {elapsed:.1f}s: {rows}")
+            if role.startswith("shard["):
+                market, _, shard = role[6:-1].rpartition("_")
+                self._line(f"  {domain} {market}/{shard} done in {elapsed:.1f}s")
+            elif role == "stage":
+                # A domain's time is its plan's start to its stage's end: every shard in between.
+                self._line(f"{domain} done in {at - self._started.pop(domain, at):.1f}s: {rows}")
+            elif role == "":
+                self._line(f"{key} done in {elapsed:.1f}s: {rows}")
             return
         self.failed_steps.append(f"{key} [{self.market}]")
         error = _root_cause(event)
@@ -98,10 +110,20 @@ class Progress:
     def _user_message(self, entry: dg.EventLogEntry) -> None:
         level = entry.level if isinstance(entry.level, int) else logging.getLevelName(entry.level)
         if isinstance(level, int) and level >= logging.INFO and entry.user_message:
-            self._line(f"  {entry.step_key or ''}: {entry.user_message}")
+            self._line(f"  {_step_role(entry.step_key or '')[0]}: {entry.user_message}")
 
     def _line(self, text: str) -> None:
         self.echo(f"[{self.market}] {text}")
+
+
+def _step_role(key: str) -> tuple[str, str]:
+    """A step key as (domain, role): a carried-state domain's steps are `trends.trends_plan`,
+    `trends.trends_shard[crypto_s0of2]` and `trends.trends_stage` (pipelines/incremental/assets.py);
+    any other step is its own domain with role ''."""
+    graph, dot, op = key.partition(".")
+    if not dot or not op.startswith(f"{graph}_"):
+        return key, ""
+    return graph, op.removeprefix(f"{graph}_")
 
 
 def _root_cause(event: dg.DagsterEvent) -> SerializableErrorInfo | None:

@@ -1,6 +1,16 @@
-"""The Dagster adapter of a carried-state domain: one daily-partitioned step over every market's shards."""
+"""The Dagster adapter of a carried-state domain: a step per shard, between a plan and a stage step.
 
-# No `from __future__ import annotations`: Dagster reads the asset functions' annotations at definition time.
+A domain's multi-asset is a graph of three ops. `<name>_plan` lists the shards of the run's
+markets and fans out one `<name>_shard` step per shard (a dynamic output, mapping key
+`crypto_s0of2`); each shard step updates its shard, writes its files and records what it did in
+its staging record; `<name>_stage` stages every market's tables from those records and reports the
+materializations and checks. Shard steps are independent, so a distributed executor runs them on
+as many workers as it has; in process they run one after another. Nothing passes between the ops
+but the order: what a shard did travels through the run's staging area, which every process and
+host of the run reads (docs/pipeline.md).
+"""
+
+# No `from __future__ import annotations`: Dagster reads the op functions' annotations at definition time.
 
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -8,7 +18,15 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import Table
-from pipelines.incremental.runner import Domain, DomainRun, run_market
+from pipelines.incremental.runner import (
+    Domain,
+    DomainRun,
+    ShardOutcome,
+    market_shards,
+    run_shard,
+    stage_market,
+)
+from pipelines.incremental.shards import Shard
 from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices.checks import markdown
 from pipelines.runs import RunOptions, single_run, step_name
@@ -27,51 +45,112 @@ def domain_asset(
     """A multi-asset writing `outputs` (and the domain's state) for every market of the run, from
     the run's prices and the domain's carried state; `checks`: (asset, check) -> description."""
     version = domain.version()
-    specs = [
-        dg.AssetSpec(t.name, description=t.description, deps=list(deps), code_version=version)
-        for t in outputs
-    ]
     check_specs = [
         dg.AssetCheckSpec(check, asset=asset, description=text)
         for (asset, check), text in checks.items()
     ]
+    shard_step = f"{name}_shard"
+
+    @dg.op(name=shard_step, ins={"shard": dg.In(dg.Nothing)})
+    def update_shard(
+        context: dg.OpExecutionContext,
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> None:
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
+        outcome = run_shard(tx, shard_of(context.get_mapping_key() or ""), domain, run_options.full)
+        tx.set_result(outcome.to_json())
+
+    outs = {t.name: dg.Out(dg.Nothing) for t in outputs}
+    check_outs = {spec.get_python_identifier(): dg.Out(dg.Nothing) for spec in check_specs}
+
+    @dg.op(name=f"{name}_stage", ins={"shards": dg.In(dg.Nothing)}, out={**outs, **check_outs})
+    def stage(
+        context: dg.OpExecutionContext,
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> Iterator[dg.Output[None] | dg.AssetCheckResult]:
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
+        outcomes = [ShardOutcome.from_json(r) for r in tx.results(f"{shard_step}[").values()]
+        runs = [_staged(tx, m, domain, outcomes) for m in run_options.markets]
+        for market_run in runs:
+            context.log.info(f"{name} {market_run.market}: {market_run.counts}")
+        for table in outputs:
+            yield _materialized(tx, table, runs)
+        for asset, check in checks:
+            yield _check_result(asset, check, runs)
+
+    @dg.op(name=f"{name}_plan", ins={"upstream": dg.In(dg.Nothing)}, out=dg.DynamicOut(dg.Nothing))
+    def plan(
+        context: dg.OpExecutionContext,
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> Iterator[dg.DynamicOutput[None]]:
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
+        for market in run_options.markets:
+            for shard in market_shards(tx, market):
+                yield dg.DynamicOutput(None, mapping_key=mapping_key(shard))
+
+    def compose(**upstream: object) -> dict[str, object]:
+        done = stage(plan(upstream=list(upstream.values())).map(update_shard).collect())
+        return dict(zip([*outs, *check_outs], done, strict=True))
+
+    graph = dg.graph(
+        name=name,
+        description=f"{domain.name}: a plan step, a step per shard, a stage step",
+        ins={dep: dg.GraphIn() for dep in deps},
+        out={output: dg.GraphOut() for output in [*outs, *check_outs]},
+    )(compose)
 
     def build() -> dg.AssetsDefinition:
-        @dg.multi_asset(
-            name=name,
-            specs=specs,
+        return dg.AssetsDefinition.from_graph(
+            graph,
+            keys_by_input_name={dep: dg.AssetKey(dep) for dep in deps},
+            keys_by_output_name={t.name: dg.AssetKey(t.name) for t in outputs},
+            descriptions_by_output_name={t.name: t.description for t in outputs},
+            code_versions_by_output_name=dict.fromkeys(outs, version),
             check_specs=check_specs,
             partitions_def=DAILY_PARTITIONS,
             backfill_policy=dg.BackfillPolicy.single_run(),
             group_name=group,
         )
-        def update(
-            context: dg.AssetExecutionContext,
-            warehouse: WarehouseResource,
-            run_options: RunOptions,
-        ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-            tx = warehouse.transaction(context.run.run_id, step_name(context))
-            runs = [run_market(tx, m, domain, run_options.full) for m in run_options.markets]
-            for market_run in runs:
-                context.log.info(f"{name} {market_run.market}: {market_run.counts}")
-            for table in outputs:
-                yield _materialized(tx, table, runs)
-            for asset, check in checks:
-                yield _check_result(asset, check, runs)
-
-        return update
 
     return single_run(build)
 
 
-def _materialized(
-    tx: RunTransaction, table: Table, runs: Sequence[DomainRun]
-) -> dg.MaterializeResult:
+def mapping_key(shard: Shard) -> str:
+    """A shard as a Dagster mapping key (`crypto_s0of2`: letters, digits and underscores only)."""
+    return shard.key.replace("/", "_")
+
+
+def shard_of(key: str) -> Shard:
+    """The shard a mapping key names."""
+    market, _, rest = key.rpartition("_")
+    shard = Shard.parse(f"{market}/{rest}")
+    if shard is None:
+        raise ValueError(f"not a shard's mapping key: {key!r}")
+    return shard
+
+
+def _staged(
+    tx: RunTransaction, market: str, domain: Domain, outcomes: Sequence[ShardOutcome]
+) -> DomainRun:
+    """The market's tables staged from its shards' outcomes, every planned shard accounted for."""
+    planned = market_shards(tx, market)
+    mine = [o for o in outcomes if o.shard.market == market]
+    missing = sorted(set(planned) - {o.shard for o in mine})
+    if missing:
+        raise RuntimeError(f"{domain.name}: no outcome recorded for shards {missing}")
+    return stage_market(tx, market, domain, [o for o in mine if o.shard in planned])
+
+
+def _materialized(tx: RunTransaction, table: Table, runs: Sequence[DomainRun]) -> dg.Output[None]:
     total = sum(
         entry.rows for run in runs for entry in tx.partitions(table.name, run.market).values()
     )
-    return dg.MaterializeResult(
-        asset_key=table.name,
+    return dg.Output(
+        None,
+        output_name=table.name,
         metadata={
             "dagster/row_count": total,
             "rows_computed": sum(run.rows.get(table.name, 0) for run in runs),

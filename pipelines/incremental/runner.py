@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
+from typing import Any
 
 import polars as pl
 
@@ -106,42 +108,135 @@ class DomainRun:
     shards_written: int = 0
     shards_kept: int = 0
 
-    def record(self, domain: Domain, rows: Mapping[str, pl.DataFrame]) -> None:
-        for name, frame in rows.items():
-            self.rows[name] = self.rows.get(name, 0) + frame.height
-        for key, check in domain.checks.items():
-            found = check(rows)
-            self.offending_count[key] = self.offending_count.get(key, 0) + found.height
+    def add(self, outcome: ShardOutcome) -> None:
+        """Count one shard's outcome in the market's."""
+        for mode, count in outcome.counts.items():
+            self.counts[mode] = self.counts.get(mode, 0) + count
+        if outcome.kept:
+            self.shards_kept += 1
+            return
+        self.shards_written += 1
+        for name, rows in outcome.rows.items():
+            self.rows[name] = self.rows.get(name, 0) + rows
+        for key, found in outcome.offending.items():
+            self.offending_count[key] = self.offending_count.get(key, 0) + outcome.found[key]
             before = self.offending.get(key)
             shown = found if before is None else pl.concat([before, found], how="diagonal_relaxed")
             self.offending[key] = shown.head(SHOWN_OFFENDING)
 
 
-def run_market(tx: RunTransaction, market: str, domain: Domain, full: bool = False) -> DomainRun:
-    """Run the domain's update on every shard of `market` with something to do, then stage each
-    table's complete set of files (shards left alone keep theirs)."""
-    state_table, version = domain.state, domain.version()
-    prices = by_shard(tx.partitions(PRICE_STATE.name, market))
-    stored = {t.name: by_shard(tx.partitions(t.name, market)) for t in domain.tables}
+@dataclass(frozen=True)
+class ShardOutcome:
+    """What a domain's run did to one shard: the shard's files of every table (its stored ones when
+    kept), symbols per mode, rows computed and what the checks found. Small, and JSON: a shard may
+    run in another process or host than the step that stages the market (docs/pipeline.md)."""
+
+    shard: Shard
+    files: Mapping[str, Files]
+    counts: Mapping[str, int]
+    kept: bool
+    rows: Mapping[str, int] = field(default_factory=dict)
+    found: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    """Offending rows per check, counted."""
+    offending: Mapping[tuple[str, str], pl.DataFrame] = field(default_factory=dict)
+    """The first offending rows per check."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shard": self.shard.key,
+            "files": {
+                name: {key: asdict(entry) for key, entry in files.items()}
+                for name, files in self.files.items()
+            },
+            "counts": dict(self.counts),
+            "kept": self.kept,
+            "rows": dict(self.rows),
+            "checks": [
+                {
+                    "asset": asset,
+                    "check": check,
+                    "found": count,
+                    "rows": self.offending[(asset, check)].serialize(format="json"),
+                }
+                for (asset, check), count in self.found.items()
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ShardOutcome:
+        shard = Shard.parse(raw["shard"])
+        if shard is None:
+            raise ValueError(f"not a shard key: {raw['shard']!r}")
+        checks = {(c["asset"], c["check"]): c for c in raw["checks"]}
+        return cls(
+            shard=shard,
+            files={
+                name: {key: PartitionFile(**entry) for key, entry in files.items()}
+                for name, files in raw["files"].items()
+            },
+            counts=raw["counts"],
+            kept=raw["kept"],
+            rows=raw["rows"],
+            found={key: c["found"] for key, c in checks.items()},
+            offending={
+                key: pl.DataFrame.deserialize(io.StringIO(c["rows"]), format="json")
+                for key, c in checks.items()
+            },
+        )
+
+
+def market_shards(tx: RunTransaction, market: str) -> list[Shard]:
+    """The shards of `market` a domain's run updates: those of the prices' state as the run sees it."""
+    return sorted(by_shard(tx.partitions(PRICE_STATE.name, market)))
+
+
+def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = False) -> ShardOutcome:
+    """The domain's update of one shard, when any of its symbols is not `unchanged` (or the domain
+    updates every shard); its files are written, not staged (`stage_market` stages a market)."""
+    market = shard.market
+    prices = by_shard(tx.partitions(PRICE_STATE.name, market)).get(shard, {})
+    own = {t.name: by_shard(tx.partitions(t.name, market)).get(shard, {}) for t in domain.tables}
+    price_state = scan(tx.store.storage, prices.values(), PRICE_STATE).collect()
+    state = scan(tx.store.storage, own[domain.state.name].values(), domain.state).collect()
+    modes = symbol_modes(price_state, state, domain.version(), full)
+    counts = dict(modes.group_by("mode").len().iter_rows())
+    if not domain.every_shard and modes.filter(pl.col("mode") != UNCHANGED).is_empty():
+        return ShardOutcome(shard, own, counts, kept=True)
+    written = domain.update(ShardWork(tx, shard, modes, price_state, state, own))
+    found: dict[tuple[str, str], int] = {}
+    offending: dict[tuple[str, str], pl.DataFrame] = {}
+    for key, check in domain.checks.items():
+        rows = check(written.rows)
+        found[key], offending[key] = rows.height, rows.head(SHOWN_OFFENDING)
+    return ShardOutcome(
+        shard,
+        {name: written.files.get(name, own[name]) for name in own},
+        counts,
+        kept=False,
+        rows={name: frame.height for name, frame in written.rows.items()},
+        found=found,
+        offending=offending,
+    )
+
+
+def stage_market(
+    tx: RunTransaction, market: str, domain: Domain, outcomes: Sequence[ShardOutcome]
+) -> DomainRun:
+    """Stage each table's complete set of files of `market` from its shards' outcomes (a market
+    without shards stages empty tables)."""
     result = DomainRun(market)
     out: dict[str, Files] = {t.name: {} for t in domain.tables}
-    for shard in sorted(prices):
-        price_state = scan(tx.store.storage, prices[shard].values(), PRICE_STATE).collect()
-        own = {name: shards.get(shard, {}) for name, shards in stored.items()}
-        state = scan(tx.store.storage, own[state_table.name].values(), state_table).collect()
-        modes = symbol_modes(price_state, state, version, full)
-        for mode, count in modes.group_by("mode").len().iter_rows():
-            result.counts[mode] += count
-        if not domain.every_shard and modes.filter(pl.col("mode") != UNCHANGED).is_empty():
-            result.shards_kept += 1
-            for name in out:
-                out[name] |= own[name]
-            continue
-        written = domain.update(ShardWork(tx, shard, modes, price_state, state, own))
-        result.shards_written += 1
-        result.record(domain, written.rows)
+    for outcome in sorted(outcomes, key=lambda o: o.shard):
+        result.add(outcome)
         for name in out:
-            out[name] |= written.files.get(name, own[name])
+            out[name] |= outcome.files[name]
     for name, files in out.items():
         tx.stage(name, market, files)
     return result
+
+
+def run_market(tx: RunTransaction, market: str, domain: Domain, full: bool = False) -> DomainRun:
+    """Every shard of `market` updated in turn in this process, then the market staged: what the
+    Dagster step graph does shard step by shard step (`pipelines/incremental/assets.py`)."""
+    outcomes = [run_shard(tx, shard, domain, full) for shard in market_shards(tx, market)]
+    return stage_market(tx, market, domain, outcomes)

@@ -42,12 +42,17 @@ class TableStore(Protocol):
 
 
 def encode_record(
-    run_id: str, step: str, writes: Sequence[TableWrite], pending: Iterable[str] = ()
+    run_id: str,
+    step: str,
+    writes: Sequence[TableWrite],
+    pending: Iterable[str] = (),
+    result: Any = None,
 ) -> bytes:
     body = {
         "run_id": run_id,
         "step": step,
         "pending": sorted(pending),
+        "result": result,
         "writes": [
             {
                 "table": w.table,
@@ -97,8 +102,10 @@ class RunTransaction:
         # A step that runs again (a retry) starts over: its own earlier record is not an input.
         others = [body for body in store.staging_records(run_id) if _step_of(body) != step]
         self._staged = _by_key(w for body in others for w in decode_record(body))
+        self._results = {_step_of(body): json.loads(body).get("result") for body in others}
         self._own: dict[tuple[str, str], TableWrite] = {}
         self._pending: set[str] = set()
+        self._result: Any = None
 
     def partitions(self, table: str, market: str) -> dict[str, PartitionFile]:
         """The files of one market's partition of `table` as this run sees it."""
@@ -131,8 +138,25 @@ class RunTransaction:
         self._pending -= {entry.path for entry in partitions.values()}
         self._record()
 
+    def set_result(self, result: Any) -> None:
+        """Record what this step found (JSON), for a later step of the run (`results`): how a
+        shard's step tells the step that stages its market what it wrote."""
+        self._result = result
+        self._record()
+
+    def results(self, prefix: str) -> dict[str, Any]:
+        """The recorded results of the run's other steps whose names start with `prefix`, as
+        they stood when this transaction opened, by step name."""
+        return {
+            step: result
+            for step, result in self._results.items()
+            if step.startswith(prefix) and result is not None
+        }
+
     def _record(self) -> None:
-        body = encode_record(self.run_id, self.step, list(self._own.values()), self._pending)
+        body = encode_record(
+            self.run_id, self.step, list(self._own.values()), self._pending, self._result
+        )
         self.store.put_staging(self.run_id, self.step, body)
 
     def commit(self) -> Publication:
