@@ -72,7 +72,7 @@ def domain_asset(
     ) -> Iterator[dg.Output[None] | dg.AssetCheckResult]:
         tx = warehouse.transaction(context.run.run_id, step_name(context))
         outcomes = [ShardOutcome.from_json(r) for r in tx.results(f"{shard_step}[").values()]
-        runs = [_staged(tx, m, domain, outcomes) for m in run_options.markets]
+        runs = [stage_market(tx, m, domain, outcomes) for m in run_options.markets]
         for market_run in runs:
             context.log.info(f"{name} {market_run.market}: {market_run.counts}")
         for table in outputs:
@@ -130,18 +130,6 @@ def shard_of(key: str) -> Shard:
     if shard is None:
         raise ValueError(f"not a shard's mapping key: {key!r}")
     return shard
-
-
-def _staged(
-    tx: RunTransaction, market: str, domain: Domain, outcomes: Sequence[ShardOutcome]
-) -> DomainRun:
-    """The market's tables staged from its shards' outcomes, every planned shard accounted for."""
-    planned = market_shards(tx, market)
-    mine = [o for o in outcomes if o.shard.market == market]
-    missing = sorted(set(planned) - {o.shard for o in mine})
-    if missing:
-        raise RuntimeError(f"{domain.name}: no outcome recorded for shards {missing}")
-    return stage_market(tx, market, domain, [o for o in mine if o.shard in planned])
 
 
 def _materialized(tx: RunTransaction, table: Table, runs: Sequence[DomainRun]) -> dg.Output[None]:

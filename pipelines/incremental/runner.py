@@ -223,13 +223,20 @@ def stage_market(
     tx: RunTransaction, market: str, domain: Domain, outcomes: Sequence[ShardOutcome]
 ) -> DomainRun:
     """Stage each table's complete set of files of `market` from its shards' outcomes (a market
-    without shards stages empty tables)."""
+    without shards stages empty tables). Every shard of the market must have an outcome: a shard
+    whose step recorded none fails the stage, never a market staged without its symbols."""
+    planned = market_shards(tx, market)
+    mine = {o.shard: o for o in outcomes if o.shard in planned}
+    missing = sorted(set(planned) - set(mine))
+    if missing:
+        keys = [shard.key for shard in missing]
+        raise RuntimeError(f"{domain.name}: no outcome recorded for shards {keys}")
     result = DomainRun(market)
     out: dict[str, Files] = {t.name: {} for t in domain.tables}
-    for outcome in sorted(outcomes, key=lambda o: o.shard):
-        result.add(outcome)
+    for shard in planned:
+        result.add(mine[shard])
         for name in out:
-            out[name] |= outcome.files[name]
+            out[name] |= mine[shard].files[name]
     for name, files in out.items():
         tx.stage(name, market, files)
     return result

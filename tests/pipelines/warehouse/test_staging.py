@@ -253,3 +253,38 @@ def test_a_reader_polling_during_commits_sees_each_runs_tables_together(
 def test_a_write_keyed_outside_its_market_is_refused() -> None:
     with pytest.raises(ValueError, match="not partitions of 'crypto'"):
         TableWrite("instruments", "crypto", {"forex/s0": None})  # type: ignore[dict-item]
+
+
+def test_a_step_reads_the_results_the_run_s_other_steps_recorded(warehouse: Warehouse) -> None:
+    RunTransaction(warehouse, "run-1", "trends_shard[crypto_s0of2]").set_result({"rows": 3})
+    RunTransaction(warehouse, "run-1", "trends_shard[crypto_s1of2]").set_result({"rows": 4})
+    RunTransaction(warehouse, "run-1", "indicators_shard[crypto_s0of2]").set_result({"rows": 9})
+    RunTransaction(warehouse, "run-2", "trends_shard[forex_s0of1]").set_result({"rows": 1})
+    stage = RunTransaction(warehouse, "run-1", "trends_stage")
+    assert stage.results("trends_shard[") == {
+        "trends_shard[crypto_s0of2]": {"rows": 3},
+        "trends_shard[crypto_s1of2]": {"rows": 4},
+    }
+
+
+def test_a_retried_step_s_recorded_result_is_replaced_not_added(warehouse: Warehouse) -> None:
+    RunTransaction(warehouse, "run-1", "trends_shard[crypto_s0of1]").set_result({"try": 1})
+    RunTransaction(warehouse, "run-1", "trends_shard[crypto_s0of1]").set_result({"try": 2})
+    stage = RunTransaction(warehouse, "run-1", "trends_stage")
+    assert stage.results("trends_shard[") == {"trends_shard[crypto_s0of1]": {"try": 2}}
+
+
+def test_a_result_does_not_stage_anything(warehouse: Warehouse) -> None:
+    """A shard's step records what it did; only the step that stages its market makes it part of
+    the run's commit."""
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    before = read_manifest(warehouse.root)
+    RunTransaction(warehouse, "run-1", "shard").set_result({"files": {}})
+    published = RunTransaction(warehouse, "run-1", "publish").commit()
+    after = read_manifest(warehouse.root)
+    assert before is not None
+    assert after is not None
+    assert after.partitions(INSTRUMENTS.name, "crypto") == before.partitions(
+        INSTRUMENTS.name, "crypto"
+    )
+    assert published.version == after.version
