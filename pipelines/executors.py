@@ -41,6 +41,11 @@ CELERY_CONFIG: dict[str, Any] = {
     "result_expires": 86_400,
 }
 """Celery settings of both sides (the executor's and the workers'), beyond dagster-celery's own."""
+RESULT_POLL_SECONDS = 0.1
+"""How often the run looks for finished steps. dagster-celery sleeps a fixed second between looks
+(`core_execution_loop.TICK_SECONDS`, no setting), so every step of a chain (a domain's plan, its
+shard steps, its stage) waited up to a second after its predecessor finished. A look is one Redis
+read per step in flight."""
 
 
 def executor_def(settings: PipelineSettings) -> dg.ExecutorDefinition:
@@ -51,7 +56,10 @@ def executor_def(settings: PipelineSettings) -> dg.ExecutorDefinition:
         return dg.multiprocess_executor.configured({"max_concurrent": 2})
     if name == "celery":
         from celery.exceptions import DuplicateTaskNameWarning
-        from dagster_celery import celery_executor
+        from dagster_celery import celery_executor, core_execution_loop
+
+        # Typed int by inference from its literal; it is only ever passed to time.sleep.
+        core_execution_loop.TICK_SECONDS = RESULT_POLL_SECONDS  # type: ignore[assignment]
 
         # dagster-celery registers its step task again for every step it sends: the same task.
         warnings.filterwarnings("ignore", category=DuplicateTaskNameWarning)

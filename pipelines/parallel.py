@@ -9,9 +9,9 @@ of a process whose Polars and Dagster threads may hold locks can deadlock the ch
 starts once per process; a worker forked from it runs the program's main module again (`mi.cli`
 imports its subcommands lazily, so that costs milliseconds) and then its chunk.
 
-A step run by a Celery worker runs in one of the worker's pool processes, which are daemonic and
-may not start processes of their own: there the work stays in the step's process (the workers are
-the parallelism of a distributed run).
+A step run by `mi workers` runs in a thread of the worker's process (Celery's threads pool), so it
+starts workers as an in-process run does. A step in a daemonic process (Celery's prefork pool, for
+one) may not start processes of its own: there the work stays in the step's process.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pipelines.settings import load_settings
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Steps run at a time, each in its own process (a step's memory is a shard's).",
+    help="Steps run at a time, each in a thread of the worker (a step's memory is a shard's).",
 )
 @click.option(
     "-n",
@@ -47,6 +47,10 @@ def workers(concurrency: int, name: str | None, loglevel: str) -> None:
     app.worker_main(
         [
             "worker",
+            # Threads, not Celery's prefork pool: a step in a pool process (daemonic) may not start
+            # processes, so the news steps' parsing and scoring would run on one core; in a thread
+            # of the worker they spread over the host's cores as in process (pipelines/parallel.py).
+            "--pool=threads",
             f"--concurrency={concurrency}",
             f"--loglevel={loglevel}",
             f"--hostname={node}",

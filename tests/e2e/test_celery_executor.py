@@ -202,14 +202,16 @@ def assert_same_as(reference: Path, cluster: Cluster) -> None:
 def test_two_worker_processes_write_the_tables_one_process_writes(
     reference: Path, tmp_path: Path
 ) -> None:
-    """Every step of the runs is run by one of two `mi workers` processes, both take steps, and
-    every warehouse table equals the in-process run's."""
+    """Every step of the runs is run by one of two `mi workers` processes, both take steps (the
+    shard steps of the carried-state domains among them), and every warehouse table equals the
+    in-process run's."""
     with cluster(tmp_path / "data") as c, workers(c, ["w1@here", "w2@here"], tmp_path):
         finished(materialize(c.env))
         ran = steps_by_worker(c)
         assert_same_as(reference, c)
     assert {worker for _, worker in ran} == {"w1@here", "w2@here"}
     assert {"raw_daily_prices", LONG_STEP, "daily_publish", "news_publish"} <= {s for s, _ in ran}
+    assert {worker for step, worker in ran if "_shard[" in step} == {"w1@here", "w2@here"}
 
 
 def test_workers_on_two_other_hosts_write_the_tables_one_process_writes(
