@@ -51,6 +51,17 @@ def domain_asset(
     ]
     shard_step = f"{name}_shard"
 
+    @dg.op(name=f"{name}_plan", ins={"upstream": dg.In(dg.Nothing)}, out=dg.DynamicOut(dg.Nothing))
+    def plan(
+        context: dg.OpExecutionContext,
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> Iterator[dg.DynamicOutput[None]]:
+        tx = warehouse.transaction(context.run.run_id, step_name(context))
+        for market in run_options.markets:
+            for shard in market_shards(tx, market):
+                yield dg.DynamicOutput(None, mapping_key=mapping_key(shard))
+
     @dg.op(name=shard_step, ins={"shard": dg.In(dg.Nothing)})
     def update_shard(
         context: dg.OpExecutionContext,
@@ -79,17 +90,6 @@ def domain_asset(
             yield _materialized(tx, table, runs)
         for asset, check in checks:
             yield _check_result(asset, check, runs)
-
-    @dg.op(name=f"{name}_plan", ins={"upstream": dg.In(dg.Nothing)}, out=dg.DynamicOut(dg.Nothing))
-    def plan(
-        context: dg.OpExecutionContext,
-        warehouse: WarehouseResource,
-        run_options: RunOptions,
-    ) -> Iterator[dg.DynamicOutput[None]]:
-        tx = warehouse.transaction(context.run.run_id, step_name(context))
-        for market in run_options.markets:
-            for shard in market_shards(tx, market):
-                yield dg.DynamicOutput(None, mapping_key=mapping_key(shard))
 
     def compose(**upstream: object) -> dict[str, object]:
         done = stage(plan(upstream=list(upstream.values())).map(update_shard).collect())
