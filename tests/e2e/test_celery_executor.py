@@ -116,7 +116,7 @@ class Worker:
     log: Path
 
     def kill(self) -> None:
-        """SIGKILL to the worker and its pool process: nothing is finished or acknowledged."""
+        """SIGKILL to the worker (its process group): nothing is finished or acknowledged."""
         os.killpg(self.process.pid, signal.SIGKILL)
 
 
