@@ -48,6 +48,7 @@ class Progress:
     checks: CheckTally
     failed_steps: list[str] = field(default_factory=list)
     _started: dict[str, float] = field(default_factory=dict)
+    _domain_seconds: dict[str, float] = field(default_factory=dict)
     _rows: dict[str, list[str]] = field(default_factory=dict)
 
     def __call__(self, entry: dg.EventLogEntry) -> None:
@@ -57,8 +58,6 @@ class Progress:
         elif event.is_step_start and event.step_key:
             self._started[event.step_key] = entry.timestamp
             domain, role = _step_role(event.step_key)
-            if role == "plan":
-                self._started[domain] = entry.timestamp
             if role in ("", "plan"):
                 self._line(f"{domain} started")
         elif event.is_step_materialization and event.step_key:
@@ -76,13 +75,17 @@ class Progress:
         elapsed = at - self._started.pop(key, at)
         rows = ", ".join(self._rows.pop(key, [])) or "no tables"
         domain, role = _step_role(key)
+        spent = self._domain_seconds.pop(domain, 0.0) + elapsed
+        if role == "plan" or role.startswith("shard["):
+            self._domain_seconds[domain] = spent
         if event.is_step_success:
             if role.startswith("shard["):
                 market, _, shard = role[6:-1].rpartition("_")
                 self._line(f"  {domain} {market}/{shard} done in {elapsed:.1f}s")
             elif role == "stage":
-                # A domain's time is its plan's start to its stage's end: every shard in between.
-                self._line(f"{domain} done in {at - self._started.pop(domain, at):.1f}s: {rows}")
+                # A domain's time is the sum of its steps' (its plan, every shard, its stage):
+                # its work, whichever other steps ran between or beside them.
+                self._line(f"{domain} done in {spent:.1f}s: {rows}")
             elif role == "":
                 self._line(f"{key} done in {elapsed:.1f}s: {rows}")
             return

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mi.cli import main
-from mi.commands.pipeline import CheckTally, _summary
+from mi.commands.pipeline import CheckTally, _step_role, _summary
 from pipelines.catalog import INSTRUMENTS, read_manifest
 from pipelines.warehouse.store import Warehouse
 
@@ -98,3 +98,29 @@ def test_selecting_one_output_of_a_multi_asset_runs_the_whole_step(tmp_path: Pat
 def test_an_unknown_job_is_refused(tmp_path: Path) -> None:
     result = _materialize(tmp_path, "--job", "weekly")
     assert result.exit_code == 2
+
+
+def test_a_step_key_names_its_domain_and_its_role() -> None:
+    assert _step_role("trends.trends_plan") == ("trends", "plan")
+    assert _step_role("trends.trends_shard[crypto_s0of2]") == ("trends", "shard[crypto_s0of2]")
+    assert _step_role("trends.trends_stage") == ("trends", "stage")
+    assert _step_role("raw_daily_prices") == ("raw_daily_prices", "")
+    assert _step_role("graph.other_op") == ("graph.other_op", "")
+
+
+@pytest.mark.slow
+def test_a_carried_state_domain_reports_each_shard_and_its_total(tmp_path: Path) -> None:
+    """The embedded market's daily run: a line per shard step, one per domain when it is staged."""
+    result = CliRunner().invoke(
+        main,
+        ["materialize", "--job", "daily", "--market", "crypto"],
+        env={"MI_DATA_DIR": str(tmp_path), "MI_INSTRUMENTS": "20", "MI_END_DATE": "2026-03-02"},
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "[daily] trends started" in lines
+    assert any(line.startswith("[daily]   trends crypto/s0of1 done in") for line in lines)
+    assert any(
+        line.startswith("[daily] trends done in") and "trend_history" in line for line in lines
+    )
+    assert not any("trends_plan" in line or "trends_stage" in line for line in lines)
