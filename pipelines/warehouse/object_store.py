@@ -6,7 +6,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -222,9 +222,13 @@ class ObjectWarehouse:
             ContentType="application/json",
         )
 
-    def staging_records(self, run_id: str) -> list[bytes]:
+    def staging_records(
+        self, run_id: str, where: Callable[[str], bool] = lambda _: True
+    ) -> list[bytes]:
+        """The staging records of a run whose step names pass `where` (a GET each), in name order."""
         client = self.location.client()
-        keys = sorted(r for r, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/"))
+        listed = (r for r, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/"))
+        keys = sorted(r for r in listed if where(r.rsplit("/", 1)[-1].removesuffix(".json")))
         return [
             client.get_object(Bucket=self.location.bucket, Key=self.location.key(key))[
                 "Body"

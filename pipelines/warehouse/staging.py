@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Protocol
 
@@ -36,7 +36,9 @@ class TableStore(Protocol):
 
     def put_staging(self, run_id: str, name: str, body: bytes) -> None: ...
 
-    def staging_records(self, run_id: str) -> list[bytes]: ...
+    def staging_records(
+        self, run_id: str, where: Callable[[str], bool] = lambda _: True
+    ) -> list[bytes]: ...
 
     def drop_staging(self, run_id: str) -> None: ...
 
@@ -79,6 +81,13 @@ def decode_record(body: bytes) -> list[TableWrite]:
     ]
 
 
+def is_mapped(step: str) -> bool:
+    """A step fanned out by a mapping key (`trends_shard[crypto_s0of2]`): its record holds the
+    files it wrote and its result, never a staged table, so that a step reading the run's staged
+    tables skips the records of a run's many shard steps (on object storage, a GET each)."""
+    return step.endswith("]") and "[" in step
+
+
 def staged_paths(body: bytes) -> set[str]:
     """Every file a staging record names, staged or written and not staged yet (the garbage
     collector keeps them while the run lives)."""
@@ -100,9 +109,9 @@ class RunTransaction:
         self.step = step
         self.manifest = store.manifest()
         # A step that runs again (a retry) starts over: its own earlier record is not an input.
-        others = [body for body in store.staging_records(run_id) if _step_of(body) != step]
+        records = store.staging_records(run_id, lambda name: not is_mapped(name))
+        others = [body for body in records if _step_of(body) != step]
         self._staged = _by_key(w for body in others for w in decode_record(body))
-        self._results = {_step_of(body): json.loads(body).get("result") for body in others}
         self._own: dict[tuple[str, str], TableWrite] = {}
         self._pending: set[str] = set()
         self._result: Any = None
@@ -127,6 +136,8 @@ class RunTransaction:
 
     def stage(self, table: str, market: str, partitions: Mapping[str, PartitionFile]) -> None:
         """Make `partitions` this run's complete set of files of `table` for `market`."""
+        if is_mapped(self.step):
+            raise ValueError(f"{self.step} is a mapped step: it records results, never stages")
         committed = self.manifest.partitions(table, market) if self.manifest else {}
         if (table, market) in self._staged:
             raise ValueError(
@@ -145,12 +156,16 @@ class RunTransaction:
         self._record()
 
     def results(self, prefix: str) -> dict[str, Any]:
-        """The recorded results of the run's other steps whose names start with `prefix`, as
-        they stood when this transaction opened, by step name."""
+        """The recorded results of the run's other mapped steps whose names start with `prefix`
+        (`trends_shard[`), by step name."""
+        records = self.store.staging_records(
+            self.run_id, lambda name: is_mapped(name) and name.startswith(prefix)
+        )
+        found = {_step_of(body): json.loads(body).get("result") for body in records}
         return {
             step: result
-            for step, result in self._results.items()
-            if step.startswith(prefix) and result is not None
+            for step, result in found.items()
+            if step != self.step and step.startswith(prefix) and result is not None
         }
 
     def _record(self) -> None:

@@ -7,7 +7,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -186,10 +186,12 @@ class Warehouse:
         temporary.write_bytes(body)
         os.replace(temporary, target)
 
-    def staging_records(self, run_id: str) -> list[bytes]:
-        """Every staging record of a run, in name order."""
+    def staging_records(
+        self, run_id: str, where: Callable[[str], bool] = lambda _: True
+    ) -> list[bytes]:
+        """The staging records of a run whose step names pass `where`, in name order."""
         folder = self.root / STAGING_DIR / _safe(run_id)
-        return [path.read_bytes() for path in sorted(folder.glob("*.json"))]
+        return [path.read_bytes() for path in sorted(folder.glob("*.json")) if where(path.stem)]
 
     def drop_staging(self, run_id: str) -> None:
         shutil.rmtree(self.root / STAGING_DIR / _safe(run_id), ignore_errors=True)
@@ -263,7 +265,8 @@ def check_partition(table: Table, partition: str, frame: pl.DataFrame) -> None:
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    # Brackets stay: a mapped step's record is known by its name (`staging.is_mapped`).
+    return "".join(c if c.isalnum() or c in "-_.[]" else "_" for c in name)
 
 
 def _touch(path: Path) -> None:

@@ -5,6 +5,7 @@ commit is a compare-and-swap on its ETag, so concurrent writers never lose an up
 writer's PUT is refused (412) and retried; retired objects are deleted only after the grace.
 """
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -206,3 +207,17 @@ def test_a_commit_on_s3_collects_what_crashed_runs_left(location: S3Location) ->
     info = location.filesystem().get_file_info(location.arrow_path(left.path))
     assert info.type == FileType.NotFound
     assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["AAA"]
+
+
+def test_a_step_on_s3_reads_the_results_of_mapped_steps_only_when_asked(
+    location: S3Location,
+) -> None:
+    warehouse = ObjectWarehouse(location)
+    RunTransaction(warehouse, "run-m", "trends_shard[crypto_s0of2]").set_result({"rows": 2})
+    _stage(RunTransaction(warehouse, "run-m", "prices"), "crypto", "AAA")
+    mapped = warehouse.staging_records("run-m", lambda name: name.endswith("]"))
+    steps = warehouse.staging_records("run-m", lambda name: not name.endswith("]"))
+    assert [json.loads(body)["step"] for body in mapped] == ["trends_shard[crypto_s0of2]"]
+    assert [json.loads(body)["step"] for body in steps] == ["prices"]
+    stage = RunTransaction(warehouse, "run-m", "trends_stage")
+    assert stage.results("trends_shard[") == {"trends_shard[crypto_s0of2]": {"rows": 2}}

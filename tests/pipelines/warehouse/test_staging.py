@@ -288,3 +288,23 @@ def test_a_result_does_not_stage_anything(warehouse: Warehouse) -> None:
         INSTRUMENTS.name, "crypto"
     )
     assert published.version == after.version
+
+
+def test_a_step_opening_its_transaction_reads_no_mapped_step_s_record(
+    warehouse: Warehouse,
+) -> None:
+    """A run's shard steps are many: the other steps skip their records (unreadable here, so a
+    read would fail), and only a results reader opens them."""
+    RunTransaction(warehouse, "run-1", "trends_shard[crypto_s0of1]").set_result({"rows": 1})
+    folder = warehouse.root / "_staging" / "run-1"
+    (folder / "trends_shard[crypto_s1of2].json").write_text("not json")
+    tx = RunTransaction(warehouse, "run-1", "indicators")
+    stage_instruments(tx, "crypto", "BTC")
+    (folder / "trends_shard[crypto_s1of2].json").unlink()
+    stage = RunTransaction(warehouse, "run-1", "trends_stage")
+    assert stage.results("trends_shard[") == {"trends_shard[crypto_s0of1]": {"rows": 1}}
+
+
+def test_a_mapped_step_cannot_stage_a_table(warehouse: Warehouse) -> None:
+    with pytest.raises(ValueError, match="never stages"):
+        stage_instruments(RunTransaction(warehouse, "run-1", "x_shard[crypto_s0of1]"), "crypto")
