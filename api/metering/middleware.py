@@ -277,7 +277,14 @@ class MeteringMiddleware:
 
         async def settle(status: int) -> list[tuple[bytes, bytes]]:
             final = self._final_cost(scope, route)
-            net, balance = await self._settle(charged[0], status, final, admitted)
+            charge = charged[0]
+            if route.by_rows is None and net_cost(status, charge.tokens, final) == charge.tokens:
+                # Nothing to credit: the admit's charge is the net cost and its balance the
+                # answer's, so the settle (the slot, its ledger row) goes behind the response.
+                self.store.release(charge, status)
+                assert admitted is not None
+                return balance_headers(charge.tokens, admitted)
+            net, balance = await self._settle(charge, status, final, admitted)
             return balance_headers(net, balance)
 
         response = _HeldResponse(send, settle)

@@ -321,7 +321,7 @@ class _Batch:
         self.keys = [store._key("clock")]
         self.groups: dict[str, int] = {}  # key id -> index (1-based) of its keys in KEYS
         self.args: list[str] = []
-        self.futures: list[asyncio.Future[Any]] = []
+        self.futures: list[asyncio.Future[Any] | None] = []  # None: a release (not awaited)
         # What each step's future is given: its reply as it came (None), or that reply read by
         # this function (which raises MeteringUnavailableError for a step that failed).
         self.converters: list[Callable[[str], Any] | None] = []
@@ -329,6 +329,8 @@ class _Batch:
         self.state = "queued"  # then "sent", "resent" (after NOSCRIPT), "done"
 
     def send(self) -> None:
+        if self.state != "queued":  # sent early, by a read that must follow it (`_steps_done`)
+            return
         store = self.store
         if store._batch is self:
             store._batch = None
@@ -364,7 +366,7 @@ class _Batch:
             return
         self._finish()
         for future, convert, reply in zip(self.futures, self.converters, replies, strict=True):
-            if future.done():  # its caller may have been cancelled
+            if future is None or future.done():  # a release; or its caller was cancelled
                 continue
             if convert is None:
                 future.set_result(reply)
@@ -382,7 +384,7 @@ class _Batch:
             return
         self._finish()
         for future in self.futures:
-            if not future.done():
+            if future is not None and not future.done():
                 failure = MeteringUnavailableError(f"metering store: {exception}")
                 failure.__cause__ = exception
                 future.set_exception(failure)
@@ -465,10 +467,20 @@ class RedisMeteringStore(MeteringStore):
 
     async def _call(self, make: Callable[[], Awaitable[Any]]) -> Any:
         # redis-py's reply types are unions of bytes and str; decode_responses makes them str.
+        await self._steps_done()
         try:
             return await make()
         except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
             raise MeteringUnavailableError(f"metering store: {exc}") from exc
+
+    async def _steps_done(self) -> None:
+        """Send the group being queued and wait until every group sent has its reply (or has
+        failed): a call on another connection (redis-py's) then sees every step this process
+        queued before it, a released settle among them. Bounded by the reply timeout."""
+        if self._batch is not None:
+            self._batch.send()
+        while self._in_flight:
+            await asyncio.sleep(0.001)
 
     # -- group commit: the admits and settles queued meanwhile go out as one BATCH call ----------
 
@@ -483,10 +495,16 @@ class RedisMeteringStore(MeteringStore):
         return pipeline
 
     def _queue(
-        self, key_id: str, args: list[str], convert: Callable[[str], Any] | None = None
-    ) -> asyncio.Future[Any]:
+        self,
+        key_id: str,
+        args: list[str],
+        convert: Callable[[str], Any] | None = None,
+        *,
+        awaited: bool = True,
+    ) -> asyncio.Future[Any] | None:
         """Queue one step (its kind, then its arguments) in this iteration's group: a future of
-        its reply (read by `convert`, when given) once Redis has run the group's BATCH call."""
+        its reply (read by `convert`, when given) once Redis has run the group's BATCH call (None
+        when not `awaited`: nobody reads its reply)."""
         pipeline = self._pipeline_here()
         batch = self._batch
         if batch is None or batch.pipeline is not pipeline:
@@ -496,7 +514,7 @@ class RedisMeteringStore(MeteringStore):
         if keys is None:
             keys = batch.groups[key_id] = len(batch.keys) + 1
             batch.keys += [self._key(kind, key_id) for kind in ("acct", "rate", "conc", "ledger")]
-        future: asyncio.Future[Any] = pipeline.loop.create_future()
+        future: asyncio.Future[Any] | None = pipeline.loop.create_future() if awaited else None
         batch.futures.append(future)
         batch.converters.append(convert)
         batch.args.append(args[0])
@@ -506,7 +524,9 @@ class RedisMeteringStore(MeteringStore):
 
     async def _step(self, key_id: str, args: list[str]) -> list[str]:
         """One admit or settle in this iteration's group: its reply, split."""
-        return _split_reply(await self._queue(key_id, args))
+        future = self._queue(key_id, args)
+        assert future is not None
+        return _split_reply(await future)
 
     def _plan_args(self, plan: Plan) -> list[str]:
         if plan.monthly_budget is None or plan.daily_cap is None:
@@ -555,12 +575,19 @@ class RedisMeteringStore(MeteringStore):
         reply = await self._step(charge.key_id, args)
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
 
+    def release(self, charge: Charge, status: int) -> None:
+        # The settle step with nothing to credit; its reply (a balance) is read by nobody, so the
+        # plan's budget arguments are not looked up.
+        args = ["s", charge.slot_id, charge.route, str(status), "0", "0", f"{charge.ts:.6f}"]
+        self._queue(charge.key_id, [*args, "-1", "-1"], awaited=False)
+
     def record(
         self, account: Account, route: str, status: int, tokens: int
     ) -> asyncio.Future[Balance | None]:
         # A plain function: the request awaits its batch's future itself (no coroutine).
         args = ["r", route, str(status), str(tokens)]
-        future: asyncio.Future[Balance | None] = self._queue(account.key_id, args, _recorded)
+        future = self._queue(account.key_id, args, _recorded)
+        assert future is not None
         return future
 
     async def _plan_of(self, key_id: str) -> str:
@@ -673,7 +700,12 @@ class RedisMeteringStore(MeteringStore):
         if pipeline is not None:
             # The steps under way get their replies first.
             batches = [*self._in_flight, *([self._batch] if self._batch else [])]
-            steps = [future for batch in batches for future in batch.futures if not future.done()]
+            steps = [
+                future
+                for batch in batches
+                for future in batch.futures
+                if future is not None and not future.done()
+            ]
             if steps:
                 await asyncio.wait(steps, timeout=REPLY_TIMEOUT + CONNECT_TIMEOUT)
             await pipeline.aclose()

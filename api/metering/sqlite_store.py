@@ -9,6 +9,7 @@ import math
 import secrets
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -57,12 +58,6 @@ CREATE TABLE IF NOT EXISTS accounts (
     day INTEGER NOT NULL DEFAULT 0,
     day_used INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS rate_events (key_id TEXT NOT NULL, ts REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS rate_events_key_ts ON rate_events (key_id, ts);
-CREATE TABLE IF NOT EXISTS in_flight (
-    slot_id TEXT PRIMARY KEY, key_id TEXT NOT NULL, expires_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS in_flight_key ON in_flight (key_id, expires_at);
 CREATE TABLE IF NOT EXISTS ledger (
     id INTEGER PRIMARY KEY,
     key_id TEXT NOT NULL,
@@ -72,10 +67,23 @@ CREATE TABLE IF NOT EXISTS ledger (
     tokens INTEGER NOT NULL,
     base_tokens INTEGER NOT NULL,
     pack_tokens INTEGER NOT NULL,
-    ts REAL NOT NULL
+    ts REAL NOT NULL,
+    slot TEXT
 );
-CREATE INDEX IF NOT EXISTS ledger_key_ts ON ledger (key_id, ts);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (name, value) VALUES ('revocations', 0);
 """
+"""The ledger has no index but its id: rows are appended in id order, with a time that never
+goes backwards. A limited plan's admit row carries its in-flight slot and its settle or credit row
+the slot it frees, so the rate windows and slots are the ledger's own rows of the last 120 s."""
+_SUPERSEDED = """
+DROP INDEX IF EXISTS ledger_key_ts;
+DROP TABLE IF EXISTS rate_events;
+DROP TABLE IF EXISTS in_flight;
+"""
+"""What a file written by an earlier version has and this one no longer keeps: the ledger's per-key
+index (a page written at a random place per row) and the rate-window and in-flight tables, whose
+facts are now ledger rows."""
 
 _ACCOUNT_COLUMNS = "plan, revoked_at, pack_balance, month, month_used, day, day_used"
 _SELECT_ACCOUNT = f"SELECT {_ACCOUNT_COLUMNS} FROM accounts WHERE key_id = ?"
@@ -84,24 +92,68 @@ _UPDATE_COUNTERS = (
     " WHERE key_id = ?"
 )
 _LAST_TIME = "SELECT ts FROM ledger ORDER BY id DESC LIMIT 1"
-_INSERT_LEDGER = (
-    "INSERT INTO ledger (key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_LAST_ROW = "SELECT id, ts FROM ledger ORDER BY id DESC LIMIT 1"
+_LEDGER_COLUMNS = "key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts, slot"
+_INSERT_LEDGER = f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_TAIL = (
+    "SELECT id, key_id, kind, status, tokens, base_tokens, pack_tokens, ts, slot FROM ledger"
+    " WHERE id > ? ORDER BY id"
 )
+_FIRST_AT = "SELECT id, ts FROM ledger WHERE id >= ? ORDER BY id LIMIT 1"
+_GENERATION = "SELECT value FROM meta WHERE name = 'revocations'"
+_NEXT_GENERATION = "UPDATE meta SET value = value + 1 WHERE name = 'revocations'"
+KEYS_HELD = 200_000
+"""Keys whose state a process holds before it drops them all and reads the last 120 s again."""
+Counters = tuple[int, int, int, int, int]
+"""(pack balance, month, base used that month, day, used that day), as in the accounts row."""
+
+
+class _KeyState:
+    """What this process knows of one key, current as of the last transaction it caught up to.
+
+    The counters are the accounts row's (None: read it before use); the rate window and the
+    in-flight slots are built from the ledger's rows alone (each process reads every row another
+    appends, `_caught_up`), so they cost the hot path no read and no write of their own.
+    """
+
+    __slots__ = ("counters", "plan", "revoked", "slots", "window")
+
+    def __init__(self) -> None:
+        self.plan = ""
+        self.revoked = False
+        self.counters: Counters | None = None
+        self.window: deque[float] = deque()  # admit times of a limited plan, oldest first
+        self.slots: dict[str, float] = {}  # in-flight slot -> when it expires
+
+    def drawn(self, ts: float, tokens: int, base: int, packs: int) -> None:
+        """An admit's (or extend's) charge at `ts`, as its step applied it to the counters."""
+        if self.counters is None:
+            return
+        pack_balance, month, month_used, day, day_used = self.counters
+        this_month, today = month_index(ts), day_index(ts)
+        base_used = month_used if month == this_month else 0
+        used_today = day_used if day == today else 0
+        self.counters = (
+            pack_balance - packs,
+            this_month,
+            base_used + base,
+            today,
+            used_today + tokens,
+        )
 
 
 class _Group:
-    """One group transaction's write-back state: each account row is read once and written once,
-    and the ledger rows are inserted together, all before the group's COMMIT."""
+    """One group transaction's state: the keys' states its steps read and change, the accounts
+    rows to write back (one `UPDATE` per key) and the ledger rows to append, all before COMMIT."""
 
-    __slots__ = ("_calendar", "conn", "dirty", "ledger", "now", "rows")
+    __slots__ = ("_calendar", "conn", "dirty", "keys", "ledger", "now")
 
-    def __init__(self, conn: sqlite3.Connection, now: float) -> None:
+    def __init__(self, conn: sqlite3.Connection, now: float, keys: dict[str, _KeyState]) -> None:
         self.conn = conn
         self.now = now
+        self.keys = keys
         self._calendar: tuple[int, int] | None = None
-        self.rows: dict[str, tuple[Any, ...] | None] = {}
-        self.dirty: set[str] = set()
+        self.dirty: dict[str, _KeyState] = {}
         self.ledger: list[tuple[Any, ...]] = []
 
     @property
@@ -118,34 +170,42 @@ class _Group:
             self._calendar = (day_index(self.now), month_index(self.now))
         return self._calendar
 
-    def account(self, key_id: str) -> tuple[Any, ...] | None:
-        """(plan, revoked_at, pack_balance, month, month_used, day, day_used) as this group left it."""
-        if key_id in self.rows:
-            return self.rows[key_id]
+    def state(self, key_id: str) -> _KeyState | None:
+        """The key's state with its counters (the accounts row read when not known); None for an
+        unknown key."""
+        state = self.keys.get(key_id)
+        if state is not None and state.counters is not None:
+            return state
         row = self.conn.execute(_SELECT_ACCOUNT, (key_id,)).fetchone()
-        self.rows[key_id] = row
-        return row
+        if row is None:
+            return None
+        if state is None:
+            state = self.keys[key_id] = _KeyState()
+        state.plan, state.revoked = row[0], row[1] is not None
+        state.counters = (row[2], row[3], row[4], row[5], row[6])
+        return state
 
-    def counters(self, row: tuple[Any, ...]) -> tuple[int, int, int]:
+    def counters(self, state: _KeyState) -> tuple[int, int, int]:
         """(base used this month, pack balance, used today) at the group's `now`."""
-        _, _, packs, month, month_used, day, day_used = row
+        assert state.counters is not None
+        packs, month, month_used, day, day_used = state.counters
         return (
             (month_used if month == self.month else 0),
             packs,
             (day_used if day == self.day else 0),
         )
 
-    def set_counters(self, key_id: str, packs: int, base_used: int, day_used: int) -> None:
-        row = self.rows[key_id]
-        assert row is not None
-        self.rows[key_id] = (row[0], row[1], packs, self.month, base_used, self.day, day_used)
-        self.dirty.add(key_id)
+    def set_counters(
+        self, key_id: str, state: _KeyState, packs: int, base_used: int, day_used: int
+    ) -> None:
+        state.counters = (packs, self.month, base_used, self.day, day_used)
+        self.dirty[key_id] = state
 
     def flush(self) -> None:
         if self.dirty:
             self.conn.executemany(
                 _UPDATE_COUNTERS,
-                [(*self.rows[key_id][2:], key_id) for key_id in self.dirty],  # type: ignore[index]
+                [(*state.counters, key_id) for key_id, state in self.dirty.items()],  # type: ignore[misc]
             )
         if self.ledger:
             self.conn.executemany(_INSERT_LEDGER, self.ledger)
@@ -153,7 +213,8 @@ class _Group:
 
 Step = Callable[["_Group"], Any]
 """One request's atomic step, run inside a group transaction (`group.conn`, `group.now`)."""
-_Pending = tuple[Step, "asyncio.Future[Any]"]
+_Pending = tuple[Step, "asyncio.Future[Any] | None"]
+"""A queued step and the future its waiter awaits (None: a `release`, which nobody awaits)."""
 BUSY_RETRY_SECONDS = 0.02
 """How long the loop retries a busy write lock (once per iteration) before the thread waits."""
 CHECKPOINT_EVERY = 256
@@ -195,6 +256,7 @@ class SqliteMeteringStore(MeteringStore):
         self._closed = False
         self._pending: list[_Pending] = []
         self._flush_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the scheduled flush
         self._handed_off = 0  # groups on the thread (lock was busy): later groups follow them
         self._busy_since: float | None = None  # when the loop first found the lock busy
         self._commits = 0
@@ -203,6 +265,13 @@ class SqliteMeteringStore(MeteringStore):
         # Slot ids: unique across processes and hosts without a urandom call per request.
         self._slot_prefix = secrets.token_hex(8)
         self._slot_counter = itertools.count()
+        # What this process knows of the keys, caught up under the write lock at every group
+        # (`_caught_up`): the rows of the ledger up to `_last_id` and the revocation generation.
+        self._keys: dict[str, _KeyState] = {}
+        self._loaded = False  # False: read the last 120 s of the ledger again first
+        self._last_id = 0
+        self._last_ts = 0.0  # the newest ledger row's time: the clock never goes before it
+        self._generation = -1
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -218,6 +287,7 @@ class SqliteMeteringStore(MeteringStore):
             if not autocheckpoint:
                 conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(SCHEMA)  # writes on a new file: takes the lock
+            _upgrade(conn)
         except BaseException:
             conn.close()
             raise
@@ -244,6 +314,11 @@ class SqliteMeteringStore(MeteringStore):
             conn = self._connection()
             return fn(conn)
 
+        if self._pending:
+            # Steps queued here before this call (a released settle among them) go to the thread
+            # ahead of it: a read sees every step this process queued before it.
+            batch, self._pending = self._pending, []
+            self._hand_off(batch)
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call)
         except (sqlite3.Error, OSError) as exc:  # fail closed on any store error
@@ -267,13 +342,28 @@ class SqliteMeteringStore(MeteringStore):
         the hot path awaits the future itself."""
         if self._closed:
             raise MeteringUnavailableError("metering store: closed")
-        loop = asyncio.get_running_loop()
+        loop = self._loop_here()
         future: asyncio.Future[Any] = loop.create_future()
+        self._queue(step, future, loop)
+        return future
+
+    def _loop_here(self) -> asyncio.AbstractEventLoop:
+        """The running loop. While a flush is scheduled, the loop it is scheduled on (a store
+        serves one loop at a time): asking asyncio costs a `getpid` system call, which under the
+        server took several per cent of the loop thread's samples."""
+        loop = self._loop
+        if self._flush_scheduled and loop is not None:
+            return loop
+        return asyncio.get_running_loop()
+
+    def _queue(
+        self, step: Step, future: asyncio.Future[Any] | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
         self._pending.append((step, future))
         if not self._flush_scheduled:
             self._flush_scheduled = True
+            self._loop = loop
             loop.call_soon(self._flush)
-        return future
 
     def _flush(self) -> None:
         """On the loop: commit every step queued since the last flush, inline when the lock is free."""
@@ -328,7 +418,8 @@ class SqliteMeteringStore(MeteringStore):
         """Put `batch` back ahead of the steps queued meanwhile; flush again next iteration."""
         self._pending = batch + self._pending
         self._flush_scheduled = True
-        asyncio.get_running_loop().call_soon(self._flush)
+        loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._flush)
 
     def _hand_off(self, batch: list[_Pending]) -> None:
         """Commit `batch` on the store's thread, which waits for the lock; resolve on the loop."""
@@ -417,18 +508,80 @@ class SqliteMeteringStore(MeteringStore):
         except Exception as exc:
             return [(False, exc)] * len(batch)
         try:
-            group = _Group(conn, self._now(conn))
+            group = _Group(conn, self._caught_up(conn), self._keys)
             outcomes: list[tuple[bool, Any]] = [(True, step(group)) for step, _ in batch]
             group.flush()
+            if group.ledger:
+                (last_id,) = conn.execute("SELECT last_insert_rowid()").fetchone()
             conn.execute("COMMIT")
         except Exception as exc:
+            # The steps changed this process's key states; uncommitted, they are read again.
+            self._loaded = False
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             if len(batch) == 1 or isinstance(exc, sqlite3.OperationalError | OSError):
                 return [(False, exc)] * len(batch)
             return [self._commit_group(conn, [pending], wait=True)[0] for pending in batch]
+        if group.ledger:
+            self._last_id, self._last_ts = last_id, group.now
         return outcomes
+
+    def _caught_up(self, conn: sqlite3.Connection) -> float:
+        """Under the write lock: bring this process's key states up to the file (every ledger row
+        another connection appended since this one's last, and the revocation generation);
+        returns the group's `now`.
+
+        One clock, never backwards across processes: never before the newest ledger row. Rows are
+        written under the write lock, so after the catch-up the newest row is known here.
+        """
+        if not self._loaded or len(self._keys) > KEYS_HELD:
+            self._load(conn)
+        for row in conn.execute(_TAIL, (self._last_id,)):
+            self._apply(row)
+        (generation,) = conn.execute(_GENERATION).fetchone()
+        if generation != self._generation:  # a key was revoked: every key's row is read again
+            self._generation = generation
+            for state in self._keys.values():
+                state.counters = None
+        now = self.clock() if self.clock else time.time()
+        return now if now >= self._last_ts else self._last_ts
+
+    def _load(self, conn: sqlite3.Connection) -> None:
+        """Every key's rate window and slots from the ledger's rows young enough to matter (the
+        longer of the rate window and the request timeout); counters are read per key on use."""
+        self._keys = {}
+        self._last_id, self._last_ts = conn.execute(_LAST_ROW).fetchone() or (0, 0.0)
+        limits = self.config.limits
+        horizon = max(limits.window_seconds, limits.request_timeout_seconds)
+        now = self.clock() if self.clock else time.time()
+        start = _first_id_at(conn, now - horizon, self._last_id)
+        for row in conn.execute(_TAIL, (start - 1,)):
+            self._apply(row)
+        self._loaded = True
+
+    def _apply(self, row: tuple[Any, ...]) -> None:
+        """A ledger row another connection wrote (or one read at load) applied to its key."""
+        row_id, key_id, kind, status, tokens, base, packs, ts, slot = row
+        self._last_id = row_id
+        if ts > self._last_ts:
+            self._last_ts = ts
+        state = self._keys.get(key_id)
+        if state is None:
+            state = self._keys[key_id] = _KeyState()
+        if slot is not None:
+            if kind == "charge":
+                state.window.append(ts)
+                state.slots[slot] = ts + self.config.limits.request_timeout_seconds
+            else:
+                state.slots.pop(slot, None)
+        if kind == "charge":
+            if (
+                status == 0
+            ):  # an admit's or extend's charge (a record's has its status: no counters)
+                state.drawn(ts, tokens, base, packs)
+        elif kind != "settle":  # a credit or a top-up: its row is read again on use
+            state.counters = None
 
     def _now(self, conn: sqlite3.Connection) -> float:
         # One clock, never backwards across processes: never before the newest ledger row. Rows
@@ -456,12 +609,16 @@ class SqliteMeteringStore(MeteringStore):
 
         return await self._run(query)
 
-    async def admit(self, account: Account, route: str, cost: int) -> Admission:
+    def admit(self, account: Account, route: str, cost: int) -> asyncio.Future[Admission]:
+        # A plain function: the request awaits its group's future itself (no coroutine), and the
+        # step is a partial (no Python frame of its own).
         slot_id = f"{self._slot_prefix}{next(self._slot_counter):x}"
-        admission: Admission = await self._grouped(
-            lambda group: self._admit(group, account, route, cost, slot_id)
-        )
-        return admission
+        return self._grouped(partial(self._admit_step, account, route, cost, slot_id))
+
+    def _admit_step(
+        self, account: Account, route: str, cost: int, slot: str, group: _Group
+    ) -> Admission:
+        return self._admit(group, account, route, cost, slot)
 
     async def _draw(self, account: Account, route: str, cost: int) -> Admission:
         admission: Admission = await self._grouped(
@@ -480,63 +637,53 @@ class SqliteMeteringStore(MeteringStore):
         limits: bool = True,
     ) -> Admission:
         """Revocation, the plan's limits (unless `limits` is false: an `extend`), the budget."""
-        conn, now = group.conn, group.now
-        row = group.account(account.key_id)
-        if row is None or row[1] is not None:
+        now = group.now
+        state = group.state(account.key_id)
+        if state is None or state.revoked:
             return Admission(Outcome.UNAUTHORIZED)
-        plan = self.config.plan(row[0])
+        plan = self.config.plan(state.plan)
         limited = plan.limited and limits
-        base_used, packs, today_used = group.counters(row)
+        base_used, packs, today_used = group.counters(state)
         balance = balance_of(plan, base_used, packs, today_used)
         if limited:
-            refused = self._check_limits(conn, account.key_id, now)
+            refused = self._check_limits(state, now)
             if refused is not None:
                 return Admission(refused[0], balance, retry_after=refused[1])
         drawn = draw(plan, cost, base_used, packs, today_used)
         if isinstance(drawn, Outcome):
             return Admission(drawn, balance)
         from_base, from_packs = drawn
-        self._record_admission(conn, account.key_id, slot, now, limited)
+        if limited:
+            state.window.append(now)
+            state.slots[slot] = now + self.config.limits.request_timeout_seconds
         group.set_counters(
-            account.key_id, packs - from_packs, base_used + from_base, today_used + cost
+            account.key_id, state, packs - from_packs, base_used + from_base, today_used + cost
         )
-        group.ledger.append((account.key_id, "charge", route, 0, cost, from_base, from_packs, now))
+        row_slot = slot if limited else None
+        group.ledger.append(
+            (account.key_id, "charge", route, 0, cost, from_base, from_packs, now, row_slot)
+        )
         charge = Charge(account.key_id, route, slot, cost, from_base, from_packs, now)
         after = balance_of(plan, base_used + from_base, packs - from_packs, today_used + cost)
         return Admission(Outcome.ADMITTED, after, charge)
 
-    def _check_limits(
-        self, conn: sqlite3.Connection, key_id: str, now: float
-    ) -> tuple[Outcome, int] | None:
+    def _check_limits(self, state: _KeyState, now: float) -> tuple[Outcome, int] | None:
+        """The sliding window (admits younger than the window), then the in-flight slots."""
         limits = self.config.limits
-        conn.execute(
-            "DELETE FROM rate_events WHERE key_id = ? AND ts <= ?",
-            (key_id, now - limits.window_seconds),
-        )
-        count, oldest = conn.execute(
-            "SELECT COUNT(*), MIN(ts) FROM rate_events WHERE key_id = ?", (key_id,)
-        ).fetchone()
-        if count >= limits.requests_per_window:
-            wait = math.ceil(oldest + limits.window_seconds - now)
+        window = state.window
+        while window and window[0] <= now - limits.window_seconds:
+            window.popleft()
+        if len(window) >= limits.requests_per_window:
+            wait = math.ceil(window[0] + limits.window_seconds - now)
             return Outcome.RATE_LIMITED, max(1, wait)
-        conn.execute("DELETE FROM in_flight WHERE key_id = ? AND expires_at <= ?", (key_id, now))
-        (busy,) = conn.execute(
-            "SELECT COUNT(*) FROM in_flight WHERE key_id = ?", (key_id,)
-        ).fetchone()
-        if busy >= limits.concurrent:
-            return Outcome.TOO_MANY_IN_FLIGHT, 1
+        slots = state.slots
+        if len(slots) >= limits.concurrent:
+            for slot, expires in list(slots.items()):
+                if expires <= now:  # a crashed worker's slot
+                    del slots[slot]
+            if len(slots) >= limits.concurrent:
+                return Outcome.TOO_MANY_IN_FLIGHT, 1
         return None
-
-    def _record_admission(
-        self, conn: sqlite3.Connection, key_id: str, slot: str, now: float, limited: bool
-    ) -> None:
-        if not limited:
-            return
-        conn.execute("INSERT INTO rate_events (key_id, ts) VALUES (?, ?)", (key_id, now))
-        conn.execute(
-            "INSERT INTO in_flight (slot_id, key_id, expires_at) VALUES (?, ?, ?)",
-            (slot, key_id, now + self.config.limits.request_timeout_seconds),
-        )
 
     @staticmethod
     def _ledger_row(
@@ -550,7 +697,7 @@ class SqliteMeteringStore(MeteringStore):
         packs: int,
         ts: float,
     ) -> None:
-        conn.execute(_INSERT_LEDGER, (key_id, kind, route, status, tokens, base, packs, ts))
+        conn.execute(_INSERT_LEDGER, (key_id, kind, route, status, tokens, base, packs, ts, None))
 
     async def settle(
         self, charge: Charge, status: int, final: int | None = None
@@ -562,19 +709,21 @@ class SqliteMeteringStore(MeteringStore):
         return net, balance
 
     def _settle(self, group: _Group, charge: Charge, net: int, status: int) -> Balance:
-        conn, now = group.conn, group.now
-        row = group.account(charge.key_id)
-        assert row is not None  # keys are never deleted
-        plan = self.config.plan(row[0])
-        if plan.limited:  # an unlimited plan's admit took no slot
-            conn.execute("DELETE FROM in_flight WHERE slot_id = ?", (charge.slot_id,))
-        base_used, packs, today_used = group.counters(row)
+        now = group.now
+        state = group.state(charge.key_id)
+        assert state is not None  # keys are never deleted
+        plan = self.config.plan(state.plan)
+        # Every settle row names the charge's slot (one that an unlimited plan's admit never took
+        # frees nothing), so that every process frees it when it reads the row.
+        slot = charge.slot_id
+        state.slots.pop(slot, None)
+        base_used, packs, today_used = group.counters(state)
         credit_packs, credit_base = split_credit(charge, net)
         if credit_packs == 0 and credit_base == 0:
             # Net equals the up-front charge (every 2xx of a fixed-cost route): the counters
             # stand as the admit left them (a period reset reads the same either way), so the
             # settle is the slot release and its `settle 0` ledger row.
-            group.ledger.append((charge.key_id, "settle", charge.route, status, 0, 0, 0, now))
+            group.ledger.append((charge.key_id, "settle", charge.route, status, 0, 0, 0, now, slot))
             return balance_of(plan, base_used, packs, today_used)
         same_month = month_index(charge.ts) == month_index(now)
         if not same_month:
@@ -584,12 +733,28 @@ class SqliteMeteringStore(MeteringStore):
             today_used -= credit
         base_used -= credit_base
         packs += credit_packs
-        group.set_counters(charge.key_id, packs, base_used, today_used)
+        group.set_counters(charge.key_id, state, packs, base_used, today_used)
         kind = "credit" if credit else "settle"
         group.ledger.append(
-            (charge.key_id, kind, charge.route, status, -credit, -credit_base, -credit_packs, now)
-        )
+            (charge.key_id, kind, charge.route, status, -credit, -credit_base, -credit_packs, now,
+             slot)
+        )  # fmt: skip
         return balance_of(plan, base_used, packs, today_used)
+
+    def release(self, charge: Charge, status: int) -> None:
+        if self._closed:  # the slot expires after the request timeout; the charge is the net
+            return
+        self._queue(partial(self._release, charge, status), None, self._loop_here())
+
+    def _release(self, charge: Charge, status: int, group: _Group) -> None:
+        """`settle` with nothing to credit, read by nobody: the slot and its `settle 0` row only
+        (no accounts row is read or written)."""
+        state = self._keys.get(charge.key_id)
+        if state is not None:
+            state.slots.pop(charge.slot_id, None)
+        group.ledger.append(
+            (charge.key_id, "settle", charge.route, status, 0, 0, 0, group.now, charge.slot_id)
+        )
 
     def record(
         self, account: Account, route: str, status: int, tokens: int
@@ -600,13 +765,13 @@ class SqliteMeteringStore(MeteringStore):
     def _record(
         self, key_id: str, route: str, status: int, tokens: int, group: _Group
     ) -> Balance | None:
-        row = group.account(key_id)
-        if row is None or row[1] is not None:
+        state = group.state(key_id)
+        if state is None or state.revoked:
             return None
         # No budget: the whole cost is drawn from the base, as an admit would draw it; the
         # account's period counters are not kept (no balance reads them), so the ledger row is
         # the step's only write.
-        group.ledger.append((key_id, "charge", route, status, tokens, tokens, 0, group.now))
+        group.ledger.append((key_id, "charge", route, status, tokens, tokens, 0, group.now, None))
         return UNLIMITED_BALANCE
 
     async def balance(self, account: Account) -> Balance:
@@ -652,7 +817,12 @@ class SqliteMeteringStore(MeteringStore):
                 "UPDATE accounts SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
                 (now, key_id),
             )
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            # Every process reads the generation in each group and then every key's row again:
+            # the revoked key is refused from its next step on, in every worker.
+            conn.execute(_NEXT_GENERATION)
+            return True
 
         revoked = await self._run(
             lambda conn: self._transaction(conn, lambda now: update(conn, now))
@@ -679,10 +849,13 @@ class SqliteMeteringStore(MeteringStore):
 
     async def ledger(self, key_id: str, since: float = 0.0) -> list[LedgerEntry]:
         def query(conn: sqlite3.Connection) -> list[LedgerEntry]:
+            # No per-key index (it cost the hot path a page written at random per row): the
+            # rows from `since` on are read in id order and filtered by key.
+            start = _first_id_at(conn, since) if since > 0 else 0
             rows = conn.execute(
                 "SELECT key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts"
-                " FROM ledger WHERE key_id = ? AND ts >= ? ORDER BY id",
-                (key_id, since),
+                " FROM ledger WHERE id >= ? AND key_id = ? ORDER BY id",
+                (start, key_id),
             ).fetchall()
             return [LedgerEntry(*row) for row in rows]
 
@@ -734,7 +907,9 @@ def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:
     """On the event loop: hand each committed step's result (or failure) to its waiter; a store
     error (SQLite, OS) reaches it as `MeteringUnavailableError` (fail closed)."""
     for future, ok, value in resolved:
-        if future.done():  # the waiter was cancelled; its step ran (and committed) regardless
+        # None: a released settle, awaited by nobody. Done: the waiter was cancelled. Its step
+        # ran (and committed) regardless.
+        if future is None or future.done():
             continue
         if ok:
             future.set_result(value)
@@ -744,3 +919,29 @@ def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:
             future.set_exception(failure)
         else:
             future.set_exception(value)
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """A file of an earlier version: its ledger gains the slot column, and what this version no
+    longer keeps is dropped (their facts are ledger rows now)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(ledger)")}
+    if "slot" not in columns:
+        conn.execute("ALTER TABLE ledger ADD COLUMN slot TEXT")
+    conn.executescript(_SUPERSEDED)
+
+
+def _first_id_at(conn: sqlite3.Connection, ts: float, last_id: int | None = None) -> int:
+    """The id of the first ledger row at or after `ts` (one past the last when none is): a binary
+    search on the id, since the ledger's time never goes backwards as its id grows."""
+    if last_id is None:
+        last = conn.execute(_LAST_ROW).fetchone()
+        last_id = 0 if last is None else int(last[0])
+    low, high = 1, last_id + 1  # the answer lies in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        found = conn.execute(_FIRST_AT, (middle,)).fetchone()
+        if found is None or found[1] >= ts:
+            high = middle if found is None else min(middle, int(found[0]))
+        else:
+            low = int(found[0]) + 1
+    return low

@@ -100,8 +100,10 @@ class MeteringStore(ABC):
         """(sha256 hex, plan, revoked) of a key id, or None."""
 
     @abstractmethod
-    async def admit(self, account: Account, route: str, cost: int) -> Admission:
-        """One atomic step: revocation, sliding-window rate, concurrency slot, budget, charge."""
+    def admit(self, account: Account, route: str, cost: int) -> Awaitable[Admission]:
+        """One atomic step: revocation, sliding-window rate, concurrency slot, budget, charge.
+
+        An awaitable rather than a coroutine, as `record` is."""
 
     async def extend(self, account: Account, charge: Charge, extra: int) -> Admission:
         """Draw `extra` more tokens for the admitted request of `charge`: a cost known only once
@@ -128,6 +130,20 @@ class MeteringStore(ABC):
         """Settle by response status: credit down to the net cost (a ledger row), free the slot.
 
         `final` is a by-points route's cost for what it returned. Returns (net cost, balance).
+        """
+
+    @abstractmethod
+    def release(self, charge: Charge, status: int) -> None:
+        """Settle, behind its response, a request whose net cost is its whole up-front charge
+        (nothing to credit back: every 2xx and 400 of a fixed-cost route): its in-flight slot is
+        freed and its `settle 0` ledger row written in a group of a later step, not awaited.
+
+        Nothing about the request's cost depends on it (the counters already hold the charge, which
+        is the net), so its response goes out at once. Steps are queued in order: this process's
+        next admit of the key runs after it. Should it never run (the process dies first, or the
+        store fails), the slot expires after the request timeout and the ledger keeps the charge
+        without its settle row: the request is charged exactly its net cost either way. Never
+        raises (a store failure here is that case).
         """
 
     @abstractmethod

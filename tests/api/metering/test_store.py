@@ -434,6 +434,169 @@ async def test_in_flight_slots_of_a_crashed_worker_expire_after_the_request_time
     assert (await store.admit(account, "ping", 1)).outcome is Outcome.ADMITTED
 
 
+async def test_a_released_settle_runs_before_the_next_step_of_its_store(
+    store: MeteringStore,
+) -> None:
+    """A settle with nothing to credit goes behind its response (`release`, not awaited): steps
+    are queued in order, so the slot is free for the store's next admit, and its row is in the
+    ledger for the store's next read."""
+    account = await new_account(store)
+    in_flight = [await store.admit(account, "ping", 1) for _ in range(10)]
+    first = in_flight[0].charge
+    assert first is not None
+    store.release(first, 200)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.ADMITTED
+    entries = await store.ledger(account.key_id)
+    assert [(e.kind, e.status, e.tokens) for e in entries].count(("settle", 200, 0)) == 1
+    assert (await store.balance(account)).remaining == 3000 - 11
+
+
+async def test_a_worker_killed_before_its_released_settle_charges_the_net_and_holds_the_slot_until_the_timeout(
+    store_url: str, store: MeteringStore, clock: FakeClock
+) -> None:
+    """The bound of the settle written behind the response: a worker process that dies between
+    the two leaves its request charged exactly its net cost (the admit's charge: a release has
+    nothing to credit) and the ledger equal to the balance; the slot stays taken until the
+    request timeout (120 s), as a crashed worker's slots do, so the limit errs on refusing."""
+    key = await store.create_key("sandbox")
+    account = await store.authenticate(key)
+    assert account is not None
+    released = Path(__file__).with_name("_released.py")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(released), store_url, key, repr(clock.now),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, errors = await process.communicate()
+    assert process.returncode == 0, errors
+    entries = await store.ledger(account.key_id)
+    assert [(e.kind, e.status, e.tokens) for e in entries] == [("charge", 0, 1)]  # no settle row
+    balance = await store.balance(account)
+    assert (balance.remaining, balance.remaining_today) == (2999, 999)  # the net: 1 token
+    held = [await store.admit(account, "ping", 1) for _ in range(9)]
+    assert all(admission.outcome is Outcome.ADMITTED for admission in held)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+    clock.advance(119)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+    clock.advance(1)  # the dead worker's slot has expired (the nine others too)
+    assert (await store.admit(account, "ping", 1)).outcome is Outcome.ADMITTED
+
+
+async def test_slots_and_windows_are_shared_by_stores_on_one_backend(
+    make_store: StoreFactory, clock: FakeClock
+) -> None:
+    """Two stores (two workers) on one key: the in-flight limit and the rate window count both
+    stores' admits, and a slot one frees (settled or released) is free for the other."""
+    one, two = make_store(), make_store()
+    key = await one.create_key("sandbox")
+    first, second = await one.authenticate(key), await two.authenticate(key)
+    assert first is not None
+    assert second is not None
+    held = [await one.admit(first, "ping", 1) for _ in range(6)]
+    held += [await two.admit(second, "ping", 1) for _ in range(4)]
+    assert all(admission.outcome is Outcome.ADMITTED for admission in held)
+    assert (await one.admit(first, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+    assert (await two.admit(second, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+    charges = [admission.charge for admission in held if admission.charge is not None]
+    two.release(charges[7], 200)
+    await two.balance(second)  # a read after it: the released settle has run
+    await charged(one, first, 1)  # the slot it freed
+    for index, charge in enumerate(charges):
+        if index != 7:
+            await (one if index < 6 else two).settle(charge, 200)
+    for store, account in ((one, first), (two, second)) * 144:
+        await charged(store, account, 1)
+        clock.advance(0.01)
+    # 11 + 288 = 299 admitted in the window; one more on either store, then the 301st refused.
+    await charged(two, second, 1)
+    assert (await one.admit(first, "ping", 1)).outcome is Outcome.RATE_LIMITED
+
+
+async def test_a_restarted_worker_reads_the_windows_and_slots_back_from_the_store(
+    make_store: StoreFactory, clock: FakeClock
+) -> None:
+    """A fresh store (a worker started after another's admits) refuses as the old one would."""
+    old = make_store()
+    account = await new_account(old)
+    for _ in range(10):
+        await old.admit(account, "ping", 1)  # in flight
+    await old.close()
+    fresh = make_store()
+    assert (await fresh.admit(account, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
+
+
+EARLIER_LAYOUT = """
+CREATE TABLE IF NOT EXISTS accounts (
+    key_id TEXT PRIMARY KEY,
+    key_hash TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    revoked_at REAL,
+    pack_balance INTEGER NOT NULL DEFAULT 0,
+    month INTEGER NOT NULL DEFAULT 0,
+    month_used INTEGER NOT NULL DEFAULT 0,
+    day INTEGER NOT NULL DEFAULT 0,
+    day_used INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS rate_events (key_id TEXT NOT NULL, ts REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS rate_events_key_ts ON rate_events (key_id, ts);
+CREATE TABLE IF NOT EXISTS in_flight (
+    slot_id TEXT PRIMARY KEY, key_id TEXT NOT NULL, expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS in_flight_key ON in_flight (key_id, expires_at);
+CREATE TABLE IF NOT EXISTS ledger (
+    id INTEGER PRIMARY KEY,
+    key_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    route TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    base_tokens INTEGER NOT NULL,
+    pack_tokens INTEGER NOT NULL,
+    ts REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_key_ts ON ledger (key_id, ts);
+"""
+"""The SQLite file as the version before the ledger-derived limits wrote it."""
+
+
+async def test_a_sqlite_file_of_the_earlier_layout_is_upgraded_and_meters_on(
+    tmp_path: Path, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """Its ledger keeps every row and gains the slot column; the tables and index this version no
+    longer keeps are dropped; its keys are served with the balance they had."""
+    path = tmp_path / "metering.sqlite3"
+    with sqlite3.connect(path) as earlier:
+        earlier.executescript(EARLIER_LAYOUT)
+        earlier.execute(
+            "INSERT INTO accounts (key_id, key_hash, plan, created_at) VALUES (?, ?, 'sandbox', 0)",
+            ("AAAAAAAAAA", hash_key("mi_live_AAAAAAAAAA_" + "a" * 32)),
+        )
+        earlier.execute(
+            "INSERT INTO ledger (key_id, kind, route, status, tokens, base_tokens, pack_tokens, ts)"
+            " VALUES ('AAAAAAAAAA', 'topup', '', 0, 0, 0, 5, ?)",
+            (clock.now - 10,),
+        )
+        earlier.execute("UPDATE accounts SET pack_balance = 5")
+    earlier.close()
+    store = open_store(f"sqlite://{path}", config, clock)
+    try:
+        account = await store.authenticate("mi_live_AAAAAAAAAA_" + "a" * 32)
+        assert account is not None
+        admission = await charged(store, account, 2)
+        assert admission.balance == Balance(3000, 1000, 3003, 998)
+        kinds = [entry.kind for entry in await store.ledger(account.key_id)]
+        assert kinds == ["topup", "charge", "settle"]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as upgraded:
+        names = {row[0] for row in upgraded.execute("SELECT name FROM sqlite_master")}
+        columns = {row[1] for row in upgraded.execute("PRAGMA table_info(ledger)")}
+    upgraded.close()
+    assert names.isdisjoint({"rate_events", "in_flight", "ledger_key_ts"})
+    assert "slot" in columns
+
+
 async def test_internal_plan_has_no_limits_but_is_metered(store: MeteringStore) -> None:
     account = await new_account(store, "internal")
     admissions = [await store.admit(account, "ping", 5000) for _ in range(400)]
