@@ -25,7 +25,14 @@ from benchmarks.pipeline import (
     pipeline_section,
 )
 from benchmarks.sentiment import sentiment_section
-from benchmarks.serving import LoadPlan, Workspace, api_section, metering_section
+from benchmarks.serving import (
+    METERING_CONNECTIONS,
+    METERING_WORKERS,
+    LoadPlan,
+    Workspace,
+    api_section,
+    metering_section,
+)
 from benchmarks.versions import versions_section
 
 SECTIONS = ("analytics", "api", "metering", "pipeline", "sentiment", "versions")
@@ -40,6 +47,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1, help="server workers (mi serve's)")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
+    parser.add_argument(
+        "--metering-connections",
+        default=",".join(map(str, METERING_CONNECTIONS)),
+        help="metering section: connection counts (comma-separated), each on every worker count",
+    )
+    parser.add_argument(
+        "--metering-workers",
+        default=",".join(map(str, METERING_WORKERS)),
+        help="metering section: worker counts (comma-separated)",
+    )
     parser.add_argument("--tool", choices=["auto", "wrk", "python"], default="auto")
     parser.add_argument(
         "--api-metering",
@@ -84,6 +101,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
     args.sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
+    args.metering_connections = tuple(int(n) for n in args.metering_connections.split(","))
+    args.metering_workers = tuple(int(n) for n in args.metering_workers.split(","))
     unknown = set(args.sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
@@ -106,6 +125,8 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
         args.server,
         tool,
         args.api_metering,
+        args.metering_connections,
+        args.metering_workers,
     )
 
 

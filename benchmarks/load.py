@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -79,25 +80,32 @@ def run_wrk(
     connections: int,
     seconds: float,
     threads: int = 1,
+    keys: Path | None = None,
 ) -> LoadResult:
-    """wrk with `connections` connections for `seconds`, each request a random one of `paths`."""
+    """wrk with `connections` connections for `seconds`, each request a random one of `paths`
+    (with `keys`, a file of API keys: each request's bearer token the file's next key)."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s"]
     command += ["--timeout", "5s", "-s", str(LUA_SCRIPT)]
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
-    command += [base, "--", *paths]
+    command += [base, "--", *paths, *([f"keys={keys}"] if keys else [])]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30, check=True)
     return parse_wrk(done.stdout)
 
 
 async def _worker(
-    client: httpx.AsyncClient, paths: Sequence[str], until: float, latencies: list[float]
+    client: httpx.AsyncClient,
+    paths: Sequence[str],
+    until: float,
+    latencies: list[float],
+    keys: Iterator[str] | None,
 ) -> tuple[int, int, int]:
     non2xx = errors = size = 0
     while time.perf_counter() < until:
         start = time.perf_counter()
+        bearer = None if keys is None else {"Authorization": f"Bearer {next(keys)}"}
         try:
-            response = await client.get(random.choice(paths))
+            response = await client.get(random.choice(paths), headers=bearer)
         except httpx.HTTPError:
             errors += 1
             continue
@@ -108,15 +116,21 @@ async def _worker(
 
 
 async def _run_python(
-    base: str, paths: Sequence[str], headers: dict[str, str], connections: int, seconds: float
+    base: str,
+    paths: Sequence[str],
+    headers: dict[str, str],
+    connections: int,
+    seconds: float,
+    keys: Path | None = None,
 ) -> LoadResult:
     latencies: list[float] = []
+    rotation = itertools.cycle(keys.read_text().split()) if keys else None
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits) as client:
         start = time.perf_counter()
         until = start + seconds
         counts = await asyncio.gather(
-            *(_worker(client, paths, until, latencies) for _ in range(connections))
+            *(_worker(client, paths, until, latencies, rotation) for _ in range(connections))
         )
         elapsed = time.perf_counter() - start
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
@@ -140,9 +154,13 @@ def run_load(
     connections: int,
     seconds: float,
     tool: str = "auto",
+    keys: Path | None = None,
 ) -> LoadResult:
     """wrk when installed (or `tool="wrk"`); `tool="python"` forces the asyncio/httpx fallback,
-    which is itself the bottleneck (it measures far below the server's capacity)."""
+    which is itself the bottleneck (it measures far below the server's capacity).
+
+    `keys`: a file of API keys, one a line; each request carries the next one, round robin.
+    """
     if tool == "wrk" or (tool == "auto" and wrk_available()):
-        return run_wrk(base, paths, headers, connections, seconds)
-    return asyncio.run(_run_python(base, paths, headers, connections, seconds))
+        return run_wrk(base, paths, headers, connections, seconds, keys=keys)
+    return asyncio.run(_run_python(base, paths, headers, connections, seconds, keys))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 import httpx
 import msgspec
 
-from api.metering.config import DEFAULT_CONFIG_PATH
+from api.metering.config import load_config
+from api.metering.store import open_store
 from benchmarks import threads
 from benchmarks.bare_app import PRICE_BODY_ENV
 from benchmarks.figures import Figure, Goal
@@ -54,6 +56,8 @@ CEILING = "a waiting-only store (ceiling)"
 """benchmarks.waiting_store_app: the metering middleware over a store that only waits (no work)."""
 REDIS_CEILING = "a Redis round trip only (Redis ceiling)"
 """benchmarks.waiting_store_app on Redis: the real Redis store's round trip per group, no work."""
+METERING_CONNECTIONS = (10, 50)
+METERING_WORKERS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,9 @@ class LoadPlan:
     tool: str = "auto"
     api_metering: str = "sqlite"
     """The api section's server: `sqlite` (metered, the production default) or `off`."""
+    metering_connections: tuple[int, ...] = METERING_CONNECTIONS
+    metering_workers: tuple[int, ...] = METERING_WORKERS
+    """The metering section's loads: every connection count on every worker count."""
 
 
 @dataclass
@@ -105,21 +112,26 @@ def _check_paths(server: Server, paths: list[str], headers: dict[str, str]) -> N
 
 @dataclass(frozen=True)
 class Target:
-    """One thing to load: a server, the paths to pick from at random, the headers to send."""
+    """One thing to load: a server, the paths to pick from at random, the headers to send, and
+    optionally a file of keys to rotate over (one a request) and its own connection count."""
 
     name: str
     server: Server
     paths: list[str]
     headers: dict[str, str]
+    keys: Path | None = None
+    connections: int | None = None
+    """None: the plan's."""
 
 
 def _once(target: Target, plan: LoadPlan) -> LoadResult:
-    base, paths, headers = target.server.base, target.paths, target.headers
+    base, paths, headers, keys = target.server.base, target.paths, target.headers, target.keys
+    connections = target.connections or plan.connections
     if plan.warmup_seconds > 0:  # warms every worker's caches and connections
-        run_load(base, paths, headers, plan.connections, plan.warmup_seconds, plan.tool)
+        run_load(base, paths, headers, connections, plan.warmup_seconds, plan.tool, keys)
     pid = target.server.process.pid
     before = threads.thread_times(pid) if threads.available() else None
-    result = run_load(base, paths, headers, plan.connections, plan.seconds, plan.tool)
+    result = run_load(base, paths, headers, connections, plan.seconds, plan.tool, keys)
     cpu = ""
     if before is not None:
         spent = threads.thread_times(pid).minus(before)
@@ -139,7 +151,10 @@ def measure(targets: list[Target], plan: LoadPlan) -> dict[str, list[LoadResult]
     """Every target once per round, interleaved, so project and anchor share the machine's
     moments of quiet and of contention (others' test runs); each target's results by round."""
     for target in targets:
-        _check_paths(target.server, target.paths, target.headers)
+        headers = target.headers
+        if target.keys is not None:  # its first key (the others are made the same way)
+            headers = {"Authorization": f"Bearer {target.keys.read_text().split()[0]}"}
+        _check_paths(target.server, target.paths, headers)
     results: dict[str, list[LoadResult]] = {t.name: [] for t in targets}
     for number in range(plan.rounds):
         print(f"  round {number + 1} of {plan.rounds}", flush=True)
@@ -259,76 +274,171 @@ def _redis_up() -> bool:
         return False
 
 
-BUDGETED_PLAN = """
-[plans.budgeted]
-limited = false
-monthly_budget = 1_000_000_000_000
-daily_cap = 1_000_000_000_000
-"""
-"""A plan with a budget (never reached) and no rate or connection limit: its requests take the
-two-step path (admit before the route, settle after it) without being throttled at 300 a minute."""
-TWO_STEPS = "admit + settle"
+CUSTOMER_PLANS = ("sandbox", "quant", "pro")
+"""The plans customers hold: every one has a budget, a rate and a connection limit."""
+KEYS_PER_PLAN = 1_000
+"""Customer keys of each plan per store. A load rotates over all of them (round robin), so each
+key sees 1/3,000 of it: at 15,000 req/s, one round of both connection counts (20 s of load on a
+store) is about 100 requests a key, against the limit of 300 in any 60 s and a sandbox key's
+1,000 tokens a day. No request of the section is refused by a limit."""
+INTERNAL_CONNECTIONS = 10
+"""The operator's `internal` key (one `record` step after the route) is loaded at 10 connections
+on one worker only: its figure stays the operator's, the customers' figures are the section's."""
+CUSTOMERS = "customer keys"
+SQLITE_GOAL = (1, 50)
+"""(workers, connections) of the SQLite goals: a rate of at least 0.6 of metering off and a p99
+under 10 ms."""
+SQLITE_RATE_GOAL = Goal("ratio", ">=", 0.6)
+MORE_WORKERS_GOAL = Goal("ratio", ">", 1.0)
+REDIS_GOAL = Goal("ratio", ">=", 0.85)
+"""Redis customers against the Redis ceiling app at the same load (one round trip per group, no
+work in the script): no Redis store can beat that ceiling on this machine."""
 
 
-def with_budgeted_plan(workspace: Workspace, env: dict[str, str]) -> dict[str, str]:
-    path = workspace.root / "metering-budgeted.toml"
-    path.write_text(DEFAULT_CONFIG_PATH.read_text() + BUDGETED_PLAN)
-    return {**env, "MI_METERING_CONFIG": str(path)}
+async def create_keys(url: str, plans: Sequence[str], count: int) -> list[str]:
+    """`count` new keys of each plan in the store at `url`, interleaved (sandbox, quant, pro,
+    sandbox, ...): a rotation over them loads every plan alike. Made through the store API in one
+    process (`mi keys create` starts a process a key)."""
+    store = open_store(url, load_config())
+    try:
+        return [await store.create_key(plan, "bench") for _ in range(count) for plan in plans]
+    finally:
+        await store.close()
+
+
+def keys_file(path: Path, keys: list[str]) -> Path:
+    path.write_text("\n".join(keys) + "\n")
+    return path
+
+
+@dataclass(frozen=True)
+class _Phase:
+    """The section's servers and keys for one worker count, each on stores of its own."""
+
+    workers: int
+    targets: list[Target]
+
+
+def _name(store: str, keys: str, workers: int, connections: int) -> str:
+    return f"list-symbols on {store}, {keys}, {workers} worker(s), {connections} connections"
+
+
+def _metering_targets(
+    workspace: Workspace, plan: LoadPlan, workers: int, stack: ExitStack, log: Path, prefix: str
+) -> list[Target]:
+    """Start the phase's servers (metering off, SQLite, Redis, the ceilings) with its keys."""
+    route = ROUTES["list-symbols"]
+    sqlite_url = f"sqlite://{(workspace.root / f'metering-{workers}.sqlite3').resolve()}"
+    urls = {"sqlite": sqlite_url}
+    if _redis_up():
+        urls["redis"] = f"{REDIS_URL}?prefix={prefix}{workers}:"
+    customers: dict[str, Path] = {}
+    internal: dict[str, dict[str, str]] = {}
+    for store, url in urls.items():
+        keys = asyncio.run(create_keys(url, CUSTOMER_PLANS, KEYS_PER_PLAN))
+        customers[store] = keys_file(workspace.root / f"keys-{store}-{workers}", keys)
+        (key,) = asyncio.run(create_keys(url, ["internal"], 1))
+        internal[store] = {"Authorization": f"Bearer {key}"}
+    served = replace(plan, workers=workers)
+    servers = {
+        store: stack.enter_context(_api_server(workspace.env(url), served, log))
+        for store, url in {"off": "off", **urls}.items()
+    }
+    ceilings = {"sqlite": CEILING, "redis": REDIS_CEILING}
+    for store, url in urls.items():
+        port = free_port()
+        command = waiting_store_command(port, workers, plan.server)
+        env = workspace.env(url)
+        servers[ceilings[store]] = stack.enter_context(
+            serving(command, env, port, "/api/v1/ping", log)
+        )
+    targets = []
+    for connections in plan.metering_connections:
+        # Metering off is sent the same requests (the customers' keys, unread).
+        name = _name("metering off", CUSTOMERS, workers, connections)
+        targets.append(Target(name, servers["off"], route, {}, customers["sqlite"], connections))
+        for store in urls:
+            name = _name(store, CUSTOMERS, workers, connections)
+            targets.append(Target(name, servers[store], route, {}, customers[store], connections))
+        name = _name(CEILING, CUSTOMERS, workers, connections)
+        targets.append(Target(name, servers[CEILING], route, {}, customers["sqlite"], connections))
+        if "redis" in urls:  # the Redis ceiling serves the internal key's record steps only
+            name = _name(REDIS_CEILING, "internal key", workers, connections)
+            redis_ceiling = servers[REDIS_CEILING]
+            targets.append(Target(name, redis_ceiling, route, internal["redis"], None, connections))
+    if workers == 1 and INTERNAL_CONNECTIONS in plan.metering_connections:
+        for store in [*urls, CEILING]:
+            server = servers[store]
+            headers = internal["sqlite" if store == CEILING else store]
+            name = _name(store, "internal key", workers, INTERNAL_CONNECTIONS)
+            targets.append(Target(name, server, route, headers, None, INTERNAL_CONNECTIONS))
+    return targets
 
 
 def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Figure]:
-    """list-symbols metered on SQLite and on Redis vs the same app with metering off.
-
-    Each store is loaded with an `internal` key (no limits: one record step after the route) and
-    with a `budgeted` one (the admit + settle path every plan with a limit takes).
-    """
-    route = "list-symbols"
+    """list-symbols metered on SQLite and on Redis vs the same app with metering off, loaded with
+    many customer keys (sandbox, quant, pro, rotated) at each connection count and worker count,
+    and with the operator's `internal` key at 10 connections on one worker."""
     prefix = f"mi:bench:{uuid.uuid4().hex[:8]}:"
-    urls = {"off": "off", "sqlite": workspace.sqlite_url}
-    if _redis_up():
-        urls["redis"] = f"{REDIS_URL}?prefix={prefix}"
+    results: dict[str, list[LoadResult]] = {}
     try:
-        with ExitStack() as stack:
-            targets = []
-            for name, url in urls.items():
-                env = with_budgeted_plan(workspace, workspace.env(url))
-                headers = {} if url == "off" else {"Authorization": f"Bearer {create_key(env)}"}
-                server = stack.enter_context(_api_server(env, plan, log))
-                targets.append(Target(f"{route} metering {name}", server, ROUTES[route], headers))
-                if url != "off":
-                    budgeted = {"Authorization": f"Bearer {create_key(env, 'budgeted')}"}
-                    name = f"{route} metering {name}, {TWO_STEPS}"
-                    targets.append(Target(name, server, ROUTES[route], budgeted))
-            env = workspace.env(workspace.sqlite_url)
-            headers = {"Authorization": f"Bearer {create_key(env)}"}
-            port = free_port()
-            command = waiting_store_command(port, plan.workers, plan.server)
-            waiting = stack.enter_context(serving(command, env, port, "/api/v1/ping", log))
-            targets.append(Target(f"{route} metering {CEILING}", waiting, ROUTES[route], headers))
-            if "redis" in urls:
-                env = workspace.env(urls["redis"])
-                headers = {"Authorization": f"Bearer {create_key(env)}"}
-                port = free_port()
-                command = waiting_store_command(port, plan.workers, plan.server)
-                trip = stack.enter_context(serving(command, env, port, "/api/v1/ping", log))
-                name = f"{route} metering {REDIS_CEILING}"
-                targets.append(Target(name, trip, ROUTES[route], headers))
-            results = measure(targets, plan)
+        for workers in plan.metering_workers:
+            print(f"  {workers} worker(s)", flush=True)
+            with ExitStack() as stack:
+                targets = _metering_targets(workspace, plan, workers, stack, log, prefix)
+                results.update(measure(targets, plan))
     finally:
-        if "redis" in urls:
+        if _redis_up():
             redis_cleanup(prefix)
-    off = results[f"{route} metering off"]
-    figures = []
-    stores = ("sqlite", f"sqlite, {TWO_STEPS}", "redis", f"redis, {TWO_STEPS}")
-    for name in (*stores, CEILING, REDIS_CEILING):
-        ours = results.get(f"{route} metering {name}")
-        details: dict[str, Any] = {
-            "project_rounds": _details(ours) if ours else "redis unreachable"
-        }
-        details["anchor_rounds"] = _details(off)
-        rate = _rate(best(ours)) if ours else None
+    return _metering_figures(results, plan)
+
+
+def _figure(
+    results: dict[str, list[LoadResult]],
+    name: str,
+    anchor: str,
+    anchor_name: str,
+    goal: Goal | None = None,
+    p99_goal: Goal | None = None,
+) -> list[Figure]:
+    """A rate figure (and a p99 one when `p99_goal` is given), or none when a server is missing."""
+    ours, theirs = results.get(name), results.get(anchor)
+    if not ours or not theirs:
+        return []
+    details = {"project_rounds": _details(ours), "anchor_rounds": _details(theirs)}
+    figures = [
+        Figure("metering", f"{name} rate", "req/s", _rate(best(ours)), _rate(best(theirs)),
+               anchor_name, goal, details)
+    ]  # fmt: skip
+    if p99_goal is not None:
         figures.append(
-            Figure("metering", f"{route} on {name} rate", "req/s", rate, _rate(best(off)),
-                   "metering off", RATE_GOAL, details)
+            Figure("metering", f"{name} p99", "ms", best_p99(ours), best_p99(theirs),
+                   anchor_name, p99_goal)
         )  # fmt: skip
+    return figures
+
+
+def _metering_figures(results: dict[str, list[LoadResult]], plan: LoadPlan) -> list[Figure]:
+    figures: list[Figure] = []
+    for workers in plan.metering_workers:
+        for connections in plan.metering_connections:
+
+            def at(store: str, keys: str = CUSTOMERS) -> str:
+                return _name(store, keys, workers, connections)  # noqa: B023
+
+            off, goal = at("metering off"), (workers, connections) == SQLITE_GOAL
+            figures += _figure(results, at("sqlite"), off, "metering off",
+                               SQLITE_RATE_GOAL if goal else None, P99_GOAL if goal else None)  # fmt: skip
+            if workers > 1 and 1 in plan.metering_workers:
+                figures += _figure(results, at("sqlite"), _name("sqlite", CUSTOMERS, 1, connections),
+                                   "one worker", MORE_WORKERS_GOAL)  # fmt: skip
+            figures += _figure(results, at("redis"), at(REDIS_CEILING, "internal key"),
+                               "Redis ceiling", REDIS_GOAL)  # fmt: skip
+            figures += _figure(results, at("redis"), off, "metering off")
+            figures += _figure(results, at(CEILING), off, "metering off")
+            figures += _figure(results, at(REDIS_CEILING, "internal key"), off, "metering off")
+    off = _name("metering off", CUSTOMERS, 1, INTERNAL_CONNECTIONS)
+    for store in ("sqlite", "redis", CEILING):
+        figures += _figure(results, _name(store, "internal key", 1, INTERNAL_CONNECTIONS), off,
+                           "metering off")  # fmt: skip
     return figures

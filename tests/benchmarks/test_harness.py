@@ -15,23 +15,25 @@ from litestar.testing import TestClient
 
 from api.app import asgi_app
 from api.metering.config import load_config
+from api.metering.store import open_store
 from benchmarks import store_steps
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
 from benchmarks.bare_app import PRICE_BODY_ENV, create_app
 from benchmarks.figures import Figure, Goal, read_json, table, write_json
-from benchmarks.load import LoadResult, parse_wrk
+from benchmarks.load import LoadResult, parse_wrk, wrk_available
 from benchmarks.servers import bare_command, create_key, free_port, serving, waiting_store_command
 from benchmarks.serving import (
+    CUSTOMER_PLANS,
     REDIS_URL,
     LoadPlan,
     Target,
-    Workspace,
     best,
     best_p99,
+    create_keys,
+    keys_file,
     measure,
     redis_cleanup,
-    with_budgeted_plan,
 )
 
 LIST_SYMBOLS = "/api/v2/crypto/instruments/list-symbols"
@@ -188,14 +190,41 @@ def _result(requests: int, non2xx: int, p99: float = 2.0) -> LoadResult:
     return LoadResult("wrk", requests, 1.0, non2xx, 0, 1.0, p99, 3.0, 0)
 
 
-def test_the_metering_bench_budgeted_plan_takes_the_two_step_path_unthrottled(
-    tmp_path: Path,
-) -> None:
-    """The `budgeted` key measures admit + settle: a budget to check, no rate or slot limit."""
-    env = with_budgeted_plan(Workspace(tmp_path, tmp_path / "data"), {})
-    config = load_config(Path(env["MI_METERING_CONFIG"]))
-    budgeted = config.plan("budgeted")
-    assert budgeted.has_limits
-    assert not budgeted.limited
-    assert not config.plan("internal").has_limits
-    assert config.plans.keys() >= {"sandbox", "quant", "pro", "internal"}
+def test_the_metering_bench_makes_keys_of_every_limited_plan_in_turn(tmp_path: Path) -> None:
+    """Customer keys come interleaved (sandbox, quant, pro, sandbox, ...), each plan with a budget
+    and the rate and connection limits, so a rotation over them loads every plan alike."""
+    url = f"sqlite://{tmp_path / 'metering.sqlite3'}"
+    keys = asyncio.run(create_keys(url, CUSTOMER_PLANS, 2))
+
+    async def plans() -> list[str]:
+        store = open_store(url, load_config())
+        try:
+            accounts = [await store.authenticate(key) for key in keys]
+        finally:
+            await store.close()
+        return [account.plan for account in accounts if account is not None]
+
+    assert asyncio.run(plans()) == [*CUSTOMER_PLANS, *CUSTOMER_PLANS]
+    config = load_config()
+    for plan in CUSTOMER_PLANS:
+        assert config.plan(plan).limited
+        assert not config.plan(plan).unlimited_budget
+
+
+@pytest.mark.parametrize("tool", ["python", *(["wrk"] if wrk_available() else [])])
+def test_a_keyed_load_sends_every_key_of_its_file_in_turn(tmp_path: Path, tool: str) -> None:
+    """The ceiling app over real keys: a load rotating over good keys is clean; one more key in
+    the file that is not a key is reached too (its requests answer 401)."""
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path / "data")}
+    env["MI_METERING_URL"] = f"sqlite://{tmp_path / 'metering.sqlite3'}"
+    keys = asyncio.run(create_keys(env["MI_METERING_URL"], CUSTOMER_PLANS, 1))
+    good = keys_file(tmp_path / "good", keys)
+    bad = keys_file(tmp_path / "bad", [*keys, keys[0] + "x"])
+    port = free_port()
+    plan = LoadPlan(connections=2, seconds=1, warmup_seconds=0, rounds=1, tool=tool)
+    with serving(waiting_store_command(port, 1, "granian"), env, port, "/api/v1/ping", tmp_path / "log") as server:  # fmt: skip
+        targets = [Target(name, server, ["/api/v1/ping"], {}, path) for name, path in
+                   (("good", good), ("bad", bad))]  # fmt: skip
+        results = measure(targets, plan)
+    assert results["good"][0].clean
+    assert results["bad"][0].non2xx > 0
