@@ -275,16 +275,23 @@ class MeteringMiddleware:
             charge_rest = partial(self._charge_rows, scope, route, account, charged)
             cast("dict[str, Any]", scope)[CHARGE_ROWS_SCOPE_KEY] = charge_rest
 
-        async def settle(status: int) -> list[tuple[bytes, bytes]]:
-            final = self._final_cost(scope, route)
+        def released(status: int) -> list[tuple[bytes, bytes]] | None:
+            """The answer's headers when nothing is to be credited: the admit's charge is the net
+            cost and its balance the answer's, so the settle (the slot, its ledger row) goes
+            behind the response (`MeteringStore.release`). None: the settle must be awaited."""
             charge = charged[0]
-            if route.by_rows is None and net_cost(status, charge.tokens, final) == charge.tokens:
-                # Nothing to credit: the admit's charge is the net cost and its balance the
-                # answer's, so the settle (the slot, its ledger row) goes behind the response.
-                self.store.release(charge, status)
-                assert admitted is not None
-                return balance_headers(charge.tokens, admitted)
-            net, balance = await self._settle(charge, status, final, admitted)
+            if route.by_rows is not None or admitted is None:
+                return None
+            if net_cost(status, charge.tokens, self._final_cost(scope, route)) != charge.tokens:
+                return None
+            self.store.release(charge, status)
+            return balance_headers(charge.tokens, admitted)
+
+        async def settle(status: int) -> list[tuple[bytes, bytes]]:
+            headers = released(status)
+            if headers is not None:
+                return headers
+            net, balance = await self._settle(charged[0], status, self._final_cost(scope, route), admitted)  # fmt: skip
             return balance_headers(net, balance)
 
         response = _HeldResponse(send, settle)
@@ -298,7 +305,8 @@ class MeteringMiddleware:
         if start is None:  # the route returned without answering: a server failure
             await self._settle(charged[0], 500, None, admitted)
         elif not response.streaming:  # a streamed answer was settled on its first chunk
-            await response.release(await settle(start["status"]))
+            status = start["status"]
+            await response.release(released(status) or await settle(status))
 
     async def _charge_rows(
         self, scope: Scope, route: _Route, account: Account, charged: list[Charge]

@@ -36,7 +36,7 @@ from api.metering.model import (
     split_credit,
     summarize_usage,
 )
-from api.metering.resp import CONNECT_TIMEOUT, Reply, ReplyError, RespPipeline, Target
+from api.metering.resp import Reply, ReplyError, RespPipeline, Target
 from api.metering.store import Clock, MeteringStore
 
 DEFAULT_PREFIX = "mi:metering:"
@@ -108,10 +108,11 @@ end
 #   steps, each its kind and the index in KEYS of its key's account, then
 #   admit ('a'): cost, route, slot id, limited (0/1), monthly budget (-1: none), daily cap;
 #   settle ('s'): slot id, route, status, pack credit, base credit, charge time, monthly, daily;
-#   record ('r', a plan without limits, after its work): route, status, net tokens.
+#   record ('r', a plan without limits, after its work): route, status, net tokens;
+#   free ('f', a settle with nothing to credit, behind its response): slot id, route, status.
 # Reply: one string, the steps' replies joined by newlines (one bulk string parses far cheaper than
 #   an array): admit 'unauthorized' or '<outcome> <retry after> <4 balance values>[ <base> <packs>
-#   <now>]', settle '<4 balance values>', record 'unauthorized' or 'recorded', a step
+#   <now>]', settle '<4 balance values>', record 'unauthorized' or 'recorded', free 'freed', a step
 #   that raised '!<error>' (the steps after it run).
 BATCH = (
     _LUA_COMMON
@@ -126,14 +127,20 @@ local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limit
     return string.format('%s %d %d %d %d %d', outcome, wait, b[1], b[2], b[3], b[4])
   end
   if limited then
-    redis.call('ZREMRANGEBYSCORE', rate, '-inf', now - window)
+    -- A set holds the admits of the window and possibly older ones, never more than the limit
+    -- plus one: it is trimmed only when it is full, since a set below the limit admits anyway.
     if redis.call('ZCARD', rate) >= per_window then
-      local oldest = redis.call('ZRANGE', rate, 0, 0, 'WITHSCORES')
-      return refuse('rate_limited', math.max(1, math.ceil(tonumber(oldest[2]) + window - now)))
+      redis.call('ZREMRANGEBYSCORE', rate, '-inf', now - window)
+      if redis.call('ZCARD', rate) >= per_window then
+        local oldest = redis.call('ZRANGE', rate, 0, 0, 'WITHSCORES')
+        return refuse('rate_limited', math.max(1, math.ceil(tonumber(oldest[2]) + window - now)))
+      end
     end
-    redis.call('ZREMRANGEBYSCORE', conc, '-inf', now)
     if redis.call('ZCARD', conc) >= concurrent then
-      return refuse('too_many_in_flight', 1)
+      redis.call('ZREMRANGEBYSCORE', conc, '-inf', now)
+      if redis.call('ZCARD', conc) >= concurrent then
+        return refuse('too_many_in_flight', 1)
+      end
     end
   end
   local from_base, from_packs = cost, 0
@@ -182,6 +189,13 @@ local function settle(now, stamp, acct, conc, led, slot, route, status, credit_p
   return string.format('%d %d %d %d', b[1], b[2], b[3], b[4])
 end
 
+-- A settle with nothing to credit, whose reply nobody reads (`release`): the slot and the row.
+local function free(stamp, conc, led, slot, route, status)
+  redis.call('ZREM', conc, slot)
+  ledger(led, stamp, 'settle', route, status, 0, 0, 0)
+  return 'freed'
+end
+
 -- Whether an account key is unknown or revoked, read by the first record step of the key in this
 -- call (no step of a call creates or revokes a key, so the answer holds for the whole call).
 local refused_of = {}
@@ -214,6 +228,10 @@ while i <= #ARGV do
       tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5] == '1', tonumber(ARGV[i + 6]),
       tonumber(ARGV[i + 7]), per_window, window, concurrent, timeout)
     i = i + 8
+  elseif ARGV[i] == 'f' then
+    ok, reply = pcall(free, stamp, KEYS[k + 2], KEYS[k + 3], ARGV[i + 2], ARGV[i + 3],
+      ARGV[i + 4])
+    i = i + 5
   elseif ARGV[i] == 'r' then
     ok, reply = pcall(record, stamp, KEYS[k], KEYS[k + 3], ARGV[i + 2], tonumber(ARGV[i + 3]),
       tonumber(ARGV[i + 4]))
@@ -505,11 +523,13 @@ class RedisMeteringStore(MeteringStore):
         """Queue one step (its kind, then its arguments) in this iteration's group: a future of
         its reply (read by `convert`, when given) once Redis has run the group's BATCH call (None
         when not `awaited`: nobody reads its reply)."""
-        pipeline = self._pipeline_here()
         batch = self._batch
-        if batch is None or batch.pipeline is not pipeline:
-            batch = self._batch = _Batch(self, pipeline)
-            pipeline.loop.call_soon(batch.send)
+        if batch is None or batch.state != "queued" or not batch.pipeline.loop.is_running():
+            # The running loop is asked once per group (it costs a `getpid` system call); a group
+            # left queued by a loop that has stopped is left to it.
+            batch = self._batch = _Batch(self, self._pipeline_here())
+            batch.pipeline.loop.call_soon(batch.send)
+        pipeline = batch.pipeline
         keys = batch.groups.get(key_id)
         if keys is None:
             keys = batch.groups[key_id] = len(batch.keys) + 1
@@ -576,10 +596,9 @@ class RedisMeteringStore(MeteringStore):
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
 
     def release(self, charge: Charge, status: int) -> None:
-        # The settle step with nothing to credit; its reply (a balance) is read by nobody, so the
-        # plan's budget arguments are not looked up.
-        args = ["s", charge.slot_id, charge.route, str(status), "0", "0", f"{charge.ts:.6f}"]
-        self._queue(charge.key_id, [*args, "-1", "-1"], awaited=False)
+        # The script's free step: the settle with nothing to credit, which reads no account.
+        args = ["f", charge.slot_id, charge.route, str(status)]
+        self._queue(charge.key_id, args, awaited=False)
 
     def record(
         self, account: Account, route: str, status: int, tokens: int
@@ -696,17 +715,11 @@ class RedisMeteringStore(MeteringStore):
         return (time.perf_counter() - started) * 1000
 
     async def close(self) -> None:
+        if self._pipeline is not None:
+            # The steps queued and under way (released settles too) go out and get their replies
+            # first; a batch not answered within the reply timeout has failed by then.
+            await self._steps_done()
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is not None:
-            # The steps under way get their replies first.
-            batches = [*self._in_flight, *([self._batch] if self._batch else [])]
-            steps = [
-                future
-                for batch in batches
-                for future in batch.futures
-                if future is not None and not future.done()
-            ]
-            if steps:
-                await asyncio.wait(steps, timeout=REPLY_TIMEOUT + CONNECT_TIMEOUT)
             await pipeline.aclose()
         await self.client.aclose()

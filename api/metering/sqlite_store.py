@@ -100,7 +100,13 @@ _TAIL = (
     " WHERE id > ? ORDER BY id"
 )
 _FIRST_AT = "SELECT id, ts FROM ledger WHERE id >= ? ORDER BY id LIMIT 1"
-_GENERATION = "SELECT value FROM meta WHERE name = 'revocations'"
+_CAUGHT_UP = (
+    "SELECT meta.value, ledger.id, key_id, kind, status, tokens, base_tokens, pack_tokens, ts,"
+    " slot FROM meta LEFT JOIN ledger ON ledger.id > ? WHERE meta.name = 'revocations'"
+    " ORDER BY ledger.id"
+)
+"""The revocation generation and the ledger rows appended since, in one statement: at least one
+row (the generation's, with no ledger columns when nothing was appended)."""
 _NEXT_GENERATION = "UPDATE meta SET value = value + 1 WHERE name = 'revocations'"
 KEYS_HELD = 200_000
 """Keys whose state a process holds before it drops them all and reads the last 120 s again."""
@@ -537,9 +543,11 @@ class SqliteMeteringStore(MeteringStore):
         """
         if not self._loaded or len(self._keys) > KEYS_HELD:
             self._load(conn)
-        for row in conn.execute(_TAIL, (self._last_id,)):
-            self._apply(row)
-        (generation,) = conn.execute(_GENERATION).fetchone()
+        rows = conn.execute(_CAUGHT_UP, (self._last_id,)).fetchall()
+        generation = rows[0][0]
+        if rows[0][1] is not None:
+            for row in rows:
+                self._apply(row[1:])
         if generation != self._generation:  # a key was revoked: every key's row is read again
             self._generation = generation
             for state in self._keys.values():
@@ -644,14 +652,14 @@ class SqliteMeteringStore(MeteringStore):
         plan = self.config.plan(state.plan)
         limited = plan.limited and limits
         base_used, packs, today_used = group.counters(state)
-        balance = balance_of(plan, base_used, packs, today_used)
         if limited:
             refused = self._check_limits(state, now)
             if refused is not None:
+                balance = balance_of(plan, base_used, packs, today_used)
                 return Admission(refused[0], balance, retry_after=refused[1])
         drawn = draw(plan, cost, base_used, packs, today_used)
         if isinstance(drawn, Outcome):
-            return Admission(drawn, balance)
+            return Admission(drawn, balance_of(plan, base_used, packs, today_used))
         from_base, from_packs = drawn
         if limited:
             state.window.append(now)
