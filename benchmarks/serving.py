@@ -362,10 +362,13 @@ def _metering_targets(
             targets.append(Target(name, servers[store], route, {}, customers[store], connections))
         name = _name(CEILING, CUSTOMERS, workers, connections)
         targets.append(Target(name, servers[CEILING], route, {}, customers["sqlite"], connections))
-        if "redis" in urls:  # the Redis ceiling serves the internal key's record steps only
-            name = _name(REDIS_CEILING, "internal key", workers, connections)
+        if "redis" in urls:  # the internal key's (the goal's) and the customers' path
             redis_ceiling = servers[REDIS_CEILING]
+            name = _name(REDIS_CEILING, "internal key", workers, connections)
             targets.append(Target(name, redis_ceiling, route, internal["redis"], None, connections))
+            name = _name(REDIS_CEILING, CUSTOMERS, workers, connections)
+            rotated = customers["redis"]
+            targets.append(Target(name, redis_ceiling, route, {}, rotated, connections))
     if workers == 1 and INTERNAL_CONNECTIONS in plan.metering_connections:
         for store in [*urls, CEILING]:
             server = servers[store]
@@ -434,9 +437,12 @@ def _metering_figures(results: dict[str, list[LoadResult]], plan: LoadPlan) -> l
                                    "one worker", MORE_WORKERS_GOAL)  # fmt: skip
             figures += _figure(results, at("redis"), at(REDIS_CEILING, "internal key"),
                                "Redis ceiling", REDIS_GOAL)  # fmt: skip
+            figures += _figure(results, at("redis"), at(REDIS_CEILING),
+                               "Redis ceiling, customer keys")  # fmt: skip
             figures += _figure(results, at("redis"), off, "metering off")
             figures += _figure(results, at(CEILING), off, "metering off")
             figures += _figure(results, at(REDIS_CEILING, "internal key"), off, "metering off")
+            figures += _figure(results, at(REDIS_CEILING), off, "metering off")
     off = _name("metering off", CUSTOMERS, 1, INTERNAL_CONNECTIONS)
     for store in ("sqlite", "redis", CEILING):
         figures += _figure(results, _name(store, "internal key", 1, INTERNAL_CONNECTIONS), off,

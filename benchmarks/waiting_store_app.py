@@ -10,9 +10,11 @@ metering off. Keys are authenticated through the real SQLite file (`MI_METERING_
 
 With a Redis `MI_METERING_URL` (`redis://`, `rediss://`, `unix://`), `RoundTripStore` is the Redis ceiling: the real Redis store's
 grouping, packing, connection and reply handling, one real BATCH call per group, with a script
-that does no work (each step answered "recorded"). Its rate is the best any store with one Redis
-round trip per group can reach under this server and machine, whatever its script does. Record
-steps only (the `internal` key); keys are authenticated through the real Redis store.
+that does no work (each step answered as if admitted, freed, settled or recorded). Its rate is the
+best any store with one Redis round trip per group can reach under this server and machine,
+whatever its script does: with the `internal` key (one record step a request) the section's Redis
+ceiling, with customer keys (an admit before the route, a free step behind the response) the same
+bound for their path. Keys are authenticated through the real Redis store.
 
 Served by `python -m benchmarks.waiting_store_app --port P --workers N`, through `mi serve`'s
 server functions like the bare app.
@@ -98,30 +100,39 @@ class WaitingStore(SqliteMeteringStore):
         return self._iteration.next(UNLIMITED_BALANCE)
 
 
-# Each record step (5 arguments from the 6th) answered "recorded", with no read or write.
+# Each step answered as the real script would answer it admitted (a budget of -1: none), freed,
+# settled or recorded, with no read or write: the arguments from the 6th are the steps, each its
+# kind, its key's index and its own arguments (an admit 6, a settle 8, a free or a record 3).
 NO_WORK_BATCH = """
 local replies = {}
-for n = 1, (#ARGV - 5) / 5 do replies[n] = 'recorded' end
+local i = 6
+while i <= #ARGV do
+  local kind = ARGV[i]
+  if kind == 'a' then
+    replies[#replies + 1] = 'admitted 0 -1 -1 -1 -1 ' .. ARGV[i + 2] .. ' 0 0'
+    i = i + 8
+  elseif kind == 's' then
+    replies[#replies + 1] = '-1 -1 -1 -1'
+    i = i + 10
+  elseif kind == 'f' then
+    replies[#replies + 1] = 'freed'
+    i = i + 5
+  else
+    replies[#replies + 1] = 'recorded'
+    i = i + 5
+  end
+end
 return table.concat(replies, '\\n')
 """
 
 
 class RoundTripStore(RedisMeteringStore):
-    """Records every request for free, after one real round trip per group to Redis."""
+    """Meters every request for free, after one real round trip per group to Redis: the real
+    store's steps, packing and replies, with a script that does no work."""
 
     def __init__(self, url: str) -> None:
         super().__init__(url, load_config())
         self._batch_script = _Script.of(NO_WORK_BATCH)
-
-    async def admit(
-        self, account: Account, route: str, cost: int, *, limits: bool = True
-    ) -> Admission:
-        raise NotImplementedError("the Redis ceiling serves plans without limits only")
-
-    async def settle(
-        self, charge: Charge, status: int, final: int | None = None
-    ) -> tuple[int, Balance]:
-        raise NotImplementedError("the Redis ceiling serves plans without limits only")
 
 
 def create_app() -> Litestar:

@@ -483,9 +483,13 @@ class RedisMeteringStore(MeteringStore):
     def _override(self) -> str:
         return "" if self.clock is None else f"{self.clock():.6f}"
 
-    async def _call(self, make: Callable[[], Awaitable[Any]]) -> Any:
+    async def _call(self, make: Callable[[], Awaitable[Any]], *, after_steps: bool = False) -> Any:
+        """`make()` through redis-py; `after_steps`: after every step this process queued (a
+        released settle among them), for a read of what steps write (the ledger, an account's
+        counters), not for a key's lookup."""
+        if after_steps:
+            await self._steps_done()
         # redis-py's reply types are unions of bytes and str; decode_responses makes them str.
-        await self._steps_done()
         try:
             return await make()
         except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
@@ -620,7 +624,9 @@ class RedisMeteringStore(MeteringStore):
 
     async def _read_account(self, key_id: str) -> tuple[dict[str, str], float]:
         keys = [self._key("acct", key_id), self._key("clock")]
-        reply = await self._call(lambda: self._read(keys=keys, args=[self._override()]))
+        reply = await self._call(
+            lambda: self._read(keys=keys, args=[self._override()]), after_steps=True
+        )
         fields = dict(zip(reply[::2], reply[1::2], strict=True))
         now = float(fields.pop("_now"))
         if "hash" not in fields:
@@ -688,7 +694,9 @@ class RedisMeteringStore(MeteringStore):
 
     async def ledger(self, key_id: str, since: float = 0.0) -> list[LedgerEntry]:
         start = str(int(since * 1000))
-        rows = await self._call(lambda: self.client.xrange(self._key("ledger", key_id), min=start))
+        rows = await self._call(
+            lambda: self.client.xrange(self._key("ledger", key_id), min=start), after_steps=True
+        )
         return [
             LedgerEntry(
                 key_id,

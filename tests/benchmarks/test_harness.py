@@ -155,9 +155,11 @@ def test_the_redis_ceiling_app_meters_real_keys_and_its_batch_call_writes_nothin
     env["MI_METERING_URL"] = f"{REDIS_URL}?prefix={prefix}"
     try:
         key = create_key(env)
+        (customer,) = asyncio.run(create_keys(env["MI_METERING_URL"], ["sandbox"], 1))
         port = free_port()
         with serving(waiting_store_command(port, 1, "granian"), env, port, "/api/v1/ping", tmp_path / "log") as server:  # fmt: skip
             ok = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}"})
+            limited = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {customer}"})  # fmt: skip
             wrong = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}x"})  # fmt: skip
         with redis.Redis.from_url(REDIS_URL) as client:
             written = sorted(name.decode() for name in client.scan_iter(f"{prefix}*"))
@@ -165,9 +167,11 @@ def test_the_redis_ceiling_app_meters_real_keys_and_its_batch_call_writes_nothin
         redis_cleanup(prefix)
     assert ok.status_code == 503  # no warehouse in tmp_path: the route's answer, metered
     assert ok.headers["x-tokens-cost"] == "1"  # net of a 503
+    assert limited.status_code == 503  # a customer's key: admitted and settled, for free
+    assert limited.headers["x-tokens-cost"] == "1"
     assert wrong.status_code == 401
     kinds = [name.removeprefix(prefix).split(":")[0] for name in written]
-    assert kinds == ["acct", "clock", "keys"]  # the key's records: no ledger, no counters
+    assert kinds == ["acct", "acct", "clock", "keys"]  # the keys' records: no ledger, no counters
 
 
 @pytest.mark.parametrize("path", store_steps.PATHS)
