@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -311,14 +312,6 @@ def keys_file(path: Path, keys: list[str]) -> Path:
     return path
 
 
-@dataclass(frozen=True)
-class _Phase:
-    """The section's servers and keys for one worker count, each on stores of its own."""
-
-    workers: int
-    targets: list[Target]
-
-
 def _name(store: str, keys: str, workers: int, connections: int) -> str:
     return f"list-symbols on {store}, {keys}, {workers} worker(s), {connections} connections"
 
@@ -383,13 +376,17 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
     many customer keys (sandbox, quant, pro, rotated) at each connection count and worker count,
     and with the operator's `internal` key at 10 connections on one worker."""
     prefix = f"mi:bench:{uuid.uuid4().hex[:8]}:"
-    results: dict[str, list[LoadResult]] = {}
     try:
-        for workers in plan.metering_workers:
-            print(f"  {workers} worker(s)", flush=True)
-            with ExitStack() as stack:
-                targets = _metering_targets(workspace, plan, workers, stack, log, prefix)
-                results.update(measure(targets, plan))
+        with ExitStack() as stack:
+            by_workers = [
+                _metering_targets(workspace, plan, workers, stack, log, prefix)
+                for workers in plan.metering_workers
+            ]
+            # Every worker count's servers run side by side and each target is loaded next to
+            # the same target on the other worker counts, so that one worker and two are compared
+            # in the same minutes of the machine (whose other load moves their rates by a third).
+            targets = [t for same in zip_longest(*by_workers) for t in same if t is not None]
+            results = measure(targets, plan)
     finally:
         if _redis_up():
             redis_cleanup(prefix)

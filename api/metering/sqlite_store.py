@@ -1,4 +1,4 @@
-"""SQLite metering backend: WAL, one `BEGIN IMMEDIATE` transaction per check-and-charge."""
+"""SQLite metering backend: WAL, one `BEGIN IMMEDIATE` transaction per group of steps."""
 
 from __future__ import annotations
 
@@ -249,10 +249,14 @@ class SqliteMeteringStore(MeteringStore):
     killed process) before its request goes on; one transaction serves every request of that
     iteration, and no thread hop or lock handoff sits on the hot path.
 
+    The limits are decided on state held in memory: every key's rate window and slots (the
+    ledger's rows) and the counters of the keys in use (their accounts rows), brought up to the
+    file at the start of each group, under the write lock (`_caught_up`).
+
     The loop never waits for a lock: when another process holds the write lock, the group goes to
-    the store's thread, which waits for it (busy timeout), and later groups follow it there in
-    order until it is done. The thread also runs the WAL checkpoints and the administration calls.
-    A store serves one event loop at a time (a server worker's).
+    the store's thread, which waits for it, and later groups follow it there in order until it is
+    done. The thread also runs the WAL checkpoints and the administration calls. A store serves
+    one event loop at a time (a server worker's).
     """
 
     def __init__(self, path: Path, config: MeteringConfig, clock: Clock | None = None) -> None:
