@@ -511,6 +511,28 @@ async def test_slots_and_windows_are_shared_by_stores_on_one_backend(
     assert (await one.admit(first, "ping", 1)).outcome is Outcome.RATE_LIMITED
 
 
+async def test_a_worker_sees_the_charges_credits_and_top_ups_another_made_from_its_next_step(
+    make_store: StoreFactory,
+) -> None:
+    """Two stores on one key, each holding its counters: what one charges, credits or tops up is
+    in the other's next balance, so neither draws on tokens the other already spent."""
+    one, two = make_store(), make_store()
+    key = await one.create_key("sandbox")
+    first, second = await one.authenticate(key), await two.authenticate(key)
+    assert first is not None
+    assert second is not None
+    await charged(one, first, 5)
+    await charged(two, second, 7)
+    credited = await one.admit(first, "test-route", 8)
+    assert credited.charge is not None
+    await one.settle(credited.charge, 404)  # 1 token net
+    await two.topup(second.key_id, 100)
+    admitted = await one.admit(first, "test-route", 1)
+    assert admitted.balance == Balance(3000, 1000, 3000 - 14 + 100, 1000 - 14)
+    again = await two.admit(second, "test-route", 1)
+    assert again.balance == Balance(3000, 1000, 3000 - 15 + 100, 1000 - 15)
+
+
 async def test_a_restarted_worker_reads_the_windows_and_slots_back_from_the_store(
     make_store: StoreFactory, clock: FakeClock
 ) -> None:
