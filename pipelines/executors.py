@@ -41,8 +41,6 @@ CELERY_CONFIG: dict[str, Any] = {
     "result_expires": 86_400,
 }
 """Celery settings of both sides (the executor's and the workers'), beyond dagster-celery's own."""
-MULTIPROCESS_PRELOAD = "pipelines.definitions"
-"""What the multiprocess executor's fork server imports before it forks a step's process."""
 RESULT_POLL_SECONDS = 0.1
 """How often the run looks for finished steps. dagster-celery sleeps a fixed second between looks
 (`core_execution_loop.TICK_SECONDS`, no setting), so every step of a chain (a domain's plan, its
@@ -55,12 +53,7 @@ def executor_def(settings: PipelineSettings) -> dg.ExecutorDefinition:
     costs more than the steps, and a step already spreads its shards over both cores."""
     name = settings.executor
     if name == "multiprocess":
-        # Steps fork from a server that has imported the definitions once: a spawned step
-        # process would import Dagster, Polars, numba and the definitions again (2 s a step).
-        preload = {"preload_modules": [MULTIPROCESS_PRELOAD]}
-        return dg.multiprocess_executor.configured(
-            {"max_concurrent": 2, "start_method": {"forkserver": preload}}
-        )
+        return dg.multiprocess_executor.configured({"max_concurrent": 2})
     if name == "celery":
         from celery.exceptions import DuplicateTaskNameWarning
         from dagster_celery import celery_executor, core_execution_loop
