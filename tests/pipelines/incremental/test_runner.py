@@ -72,3 +72,9 @@ def test_a_shard_s_mapping_key_names_it_back(shard: Shard) -> None:
 def test_a_mapping_key_that_names_no_shard_is_refused() -> None:
     with pytest.raises(ValueError, match="not a shard"):
         shard_of("crypto")
+
+
+def test_a_recorded_outcome_naming_no_shard_is_refused() -> None:
+    raw = outcome(Shard("crypto", 0, 1)).to_json() | {"shard": "crypto"}
+    with pytest.raises(ValueError, match="not a shard key"):
+        ShardOutcome.from_json(raw)
