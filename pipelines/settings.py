@@ -12,9 +12,9 @@ from pipelines.catalog.storage import LocalStorage, S3Location, open_storage
 from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
 
 DEFAULT_SEED = 20_260_101
-EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
-"""Dagster executors a run can use (`MI_EXECUTOR`); k8s needs dagster-k8s, which the project does
-not lock (docs/deployment.md)."""
+EXECUTORS = ("threads", "in_process", "multiprocess", "celery", "k8s")
+"""Dagster executors a run can use (`MI_EXECUTOR`), the first the default; k8s needs dagster-k8s,
+which the project does not lock (docs/deployment.md)."""
 CELERY_BROKER_URL = "pyamqp://guest:guest@127.0.0.1:5672//"
 """RabbitMQ on this machine, as every machine of the project runs it."""
 CELERY_BACKEND_URL = "redis://127.0.0.1:6379/14"
@@ -36,7 +36,7 @@ class PipelineSettings:
     """Total instruments of a scaled embedded market (benchmarks); None means the default universe."""
     dagster_postgres_url: str | None = None
     """The Dagster instance's storage (runs, events, schedules) on PostgreSQL; None: SQLite files."""
-    executor: str = "in_process"
+    executor: str = EXECUTORS[0]
     """How a run of the daily job executes its steps: one of `EXECUTORS`."""
     warehouse_url: str | None = None
     """`s3://bucket/prefix`: the warehouse on object storage instead of `<data_dir>/warehouse`."""
@@ -93,7 +93,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
     env = os.environ if env is None else env
     end = env.get("MI_END_DATE")
     sources = env.get("MI_SOURCES")
-    executor = env.get("MI_EXECUTOR") or "in_process"
+    executor = env.get("MI_EXECUTOR") or EXECUTORS[0]
     if executor not in EXECUTORS:
         raise ValueError(f"MI_EXECUTOR: {executor!r} is not one of {list(EXECUTORS)}")
     cadence = int(env.get("MI_NEWS_CADENCE_MINUTES") or 15)

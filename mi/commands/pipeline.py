@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,6 +27,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 """Where `dagster.yaml` lives (the instance `make dagster` opens)."""
 
 DEFAULT_MODULE = "pipelines.definitions"
+IN_THIS_PROCESS = ("threads", "in_process")
+"""Executors whose steps run in the `mi materialize` process, printed as they go."""
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 """Dagster's own console logger is silenced: the progress lines below say what matters."""
 
@@ -50,8 +53,14 @@ class Progress:
     _started: dict[str, float] = field(default_factory=dict)
     _domain_seconds: dict[str, float] = field(default_factory=dict)
     _rows: dict[str, list[str]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, entry: dg.EventLogEntry) -> None:
+        # Steps in threads report their events from their own threads.
+        with self._lock:
+            self._take(entry)
+
+    def _take(self, entry: dg.EventLogEntry) -> None:
         event = entry.dagster_event
         if event is None:
             self._user_message(entry)
@@ -266,8 +275,13 @@ def run_job(
 
     With `module_name`, the run goes through the job's own executor (multiprocess, celery, k8s):
     the job is rebuilt from the module in each step's process, and the progress lines are printed
-    from the run's event log once it ends. Without, every step runs in this process, printed live.
+    from the run's event log once it ends. Without, every step runs in this process, printed live:
+    several at a time in threads when the job's executor is `threads` (the default), else one by
+    one.
     """
+    from pipelines.thread_executor import NAME as THREADS
+    from pipelines.thread_executor import execute_in_threads
+
     config = _merge(QUIET_CONSOLE, run.run_config)
     tags = {"mi/command": "materialize", **run.tags}
     if module_name is not None:
@@ -279,6 +293,8 @@ def run_job(
         job = job.get_subset(
             asset_selection=selection.assets, asset_check_selection=selection.checks
         )
+    if job.executor_def.name == THREADS:
+        return execute_in_threads(job, instance, config, run_id, tags, run.partition_key)
     result = job.execute_in_process(
         run_config=config,
         instance=instance,
@@ -467,7 +483,7 @@ def materialize(
         _refuse_unknown(definitions, names)
     started = time.monotonic()
     checks, failed = CheckTally(), []
-    by_executor = module if settings.executor != "in_process" else None
+    by_executor = module if settings.executor not in IN_THIS_PROCESS else None
     with open_instance(settings) as instance:
         click.echo(f"materializing {', '.join(chosen)} into {settings.data_dir} (day {target})")
         first = _first_load(settings, chosen)
