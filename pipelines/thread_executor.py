@@ -11,6 +11,10 @@ what is ready and takes every event, on this (the orchestrating) thread only; ea
 sequence is produced on a worker thread, which writes the events to the instance as it goes, as
 the in-process executor does. The instance's storages take events from several threads: SQLite
 through `pipelines.instance` (one lock per instance), PostgreSQL through SQLAlchemy's pool.
+
+An interrupt (Ctrl-C) reaches the orchestrating thread only: the run stops handing out steps and
+waits for those in flight to end (a thread cannot be stopped from outside); their files stay
+unstaged, as any failed run's do.
 """
 
 from __future__ import annotations
