@@ -44,8 +44,8 @@ def _steps(instance: dg.DagsterInstance, run_id: str, kind: dg.DagsterEventType)
     }
 
 
-def test_independent_steps_run_at_the_same_time(instance: dg.DagsterInstance) -> None:
-    """Two steps that each wait for the other to start finish only if they run side by side."""
+def _waiting_pair(executor_def: dg.ExecutorDefinition | None) -> dg.JobDefinition:
+    """Two steps that each wait for the other to start: they finish only side by side."""
     both = threading.Barrier(2, timeout=WAIT)
 
     @dg.op
@@ -56,12 +56,16 @@ def test_independent_steps_run_at_the_same_time(instance: dg.DagsterInstance) ->
     def right() -> None:
         both.wait()
 
-    @dg.job(executor_def=thread_executor)
+    @dg.job(executor_def=executor_def)
     def side_by_side() -> None:
         left()
         right()
 
-    succeeded, run_id = _run(side_by_side, instance)
+    return side_by_side
+
+
+def test_independent_steps_run_at_the_same_time(instance: dg.DagsterInstance) -> None:
+    succeeded, run_id = _run(_waiting_pair(thread_executor), instance)
     assert succeeded
     assert _steps(instance, run_id, dg.DagsterEventType.STEP_SUCCESS) == {"left", "right"}
 
@@ -196,21 +200,7 @@ def test_listeners_get_every_event_of_steps_in_threads(instance: dg.DagsterInsta
 def test_a_job_on_the_serial_executor_also_runs_in_threads_when_asked(
     instance: dg.DagsterInstance,
 ) -> None:
-    both = threading.Barrier(2, timeout=WAIT)
-
-    @dg.op
-    def left() -> None:
-        both.wait()
-
-    @dg.op
-    def right() -> None:
-        both.wait()
-
-    @dg.job
-    def default_executor() -> None:
-        left()
-        right()
-
+    default_executor = _waiting_pair(None)
     assert default_executor.executor_def.name != NAME
     succeeded, _ = _run(default_executor, instance)
     assert succeeded
