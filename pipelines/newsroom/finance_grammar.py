@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from pipelines.newsroom import lexicon
+from pipelines.newsroom.caseless import Caseless
 from pipelines.newsroom.finance_scope import (
     BAD_NEWS,
     GOOD_NEWS,
@@ -224,8 +225,8 @@ def _is_figure(key: str) -> bool:
 
 
 _PERCENT = re.compile(r"(\d)\s?(?:pct|per cent|percent|p\.c\.)(?!\w)", re.IGNORECASE)
-_PLAIN_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), word)
+_PLAIN_PHRASES: tuple[tuple[Caseless, str], ...] = tuple(
+    (Caseless(pattern), word)
     for pattern, word in (
         # no move and no news: "declined to comment"
         (
@@ -387,11 +388,10 @@ _BETWEEN = r"\s+(?:[\w.&'-]+\s+){0,4}?"
 """Up to four words between the verb and the rating: "cut Netflix to", "started Boeing at"."""
 
 
-def _rating_rule(verb: str, linker: str, ratings: Sequence[str]) -> re.Pattern[str]:
-    return re.compile(
+def _rating_rule(verb: str, linker: str, ratings: Sequence[str]) -> Caseless:
+    return Caseless(
         rf"\b{verb}{_BETWEEN}{linker}(?:an?\s+)?{term_pattern(ratings).pattern}"
-        rf"(?:\s+from\s+{_rating_source()})?",
-        re.IGNORECASE,
+        rf"(?:\s+from\s+{_rating_source()})?"
     )
 
 
@@ -401,7 +401,7 @@ def _rating_source() -> str:
     return rf"(?:an?\s+)?{earlier}"
 
 
-_RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+_RATINGS: tuple[tuple[Caseless, str], ...] = (
     (_rating_rule(_UPGRADE, r"to\s+", BUY_RATINGS), GOOD_NEWS),
     (_rating_rule(_DOWNGRADE, r"to\s+", (*SELL_RATINGS, *HOLD_RATINGS)), BAD_NEWS),
     # a change's direction says more than the rating it lands on: "downgraded to outperform
@@ -423,8 +423,8 @@ _RATINGS: tuple[tuple[re.Pattern[str], str], ...] = (
 _BROKER = r"(?=(?-i:[A-Z]))"
 """A broker's name starts with a capital: "MPLX cut at Credit Suisse" (not "cut at least")."""
 _LISTS = r"(?:the\s+|its\s+)?(?:conviction(?:\s+buy)?|top\s+picks?|buy|focus|best\s+ideas)\s+list"
-_STANCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), token)
+_STANCES: tuple[tuple[Caseless, str], ...] = tuple(
+    (Caseless(pattern), token)
     for pattern, token in (
         (rf"\b(?:cut|cuts|lowered|downgraded|trimmed|slashed)\s+(?:at|by)\s+{_BROKER}", BAD_NEWS),
         (rf"\b(?:raised|upgraded|lifted|upped)\s+(?:at|by)\s+{_BROKER}", GOOD_NEWS),

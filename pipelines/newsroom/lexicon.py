@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from pipelines.newsroom.caseless import Caseless
 
 
 def _forms(valence: float, *words: str) -> dict[str, float]:
@@ -368,8 +368,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
 )
 """Multi-word finance phrases, rewritten to one lexicon token before VADER reads the text."""
 
-COMPILED_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), token) for p, token in PHRASES
+COMPILED_PHRASES: tuple[tuple[Caseless, str], ...] = tuple(
+    (Caseless(p), token) for p, token in PHRASES
 )
 
 FOMO_TERMS: tuple[str, ...] = (

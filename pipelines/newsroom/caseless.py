@@ -1,0 +1,82 @@
+"""Case-insensitive patterns over news text, with an exact cheap test before the real search.
+
+Python's `re` cannot skip ahead to a case-insensitive pattern that starts with `\\b`: it tries the
+pattern at every position of the text, about 1.2 µs for a sentence of 87 characters, where a
+pattern it can find by its first letters costs 0.1 µs. The finance grammar runs a hundred such
+patterns over every title and body, and most texts match none of them.
+
+A `Caseless` pattern therefore first searches the lower-cased text with a relaxed copy of itself:
+case-sensitive, and without its `\\b` assertions. On ASCII text, a case-insensitive pattern whose
+letters are all lower case matches exactly where its case-sensitive copy matches the lower-cased
+text, and removing an assertion only adds matches. So when the relaxed copy finds nothing, the
+pattern finds nothing either, and `sub` returns the text as it is, as `re` would. Text that is
+not ASCII, and a pattern with an upper-case letter (`(?-i:[A-Z])` must see the text's case) or a
+character written as a code (`\\x41`), skip the test and go straight to the real search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_CODED = frozenset("xuUN0")
+"""Escapes that write a character by its code: it could be an upper-case letter."""
+
+
+def relaxed(source: str) -> str | None:
+    """`source` without its `\\b` assertions (outside character classes), or None when the relaxed
+    copy could miss a match: an upper-case letter, or a character written by its code."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            escape = source[i + 1 : i + 2]
+            if escape in _CODED:
+                return None
+            if in_class or escape != "b":
+                out.append(c + escape)
+            i += 2
+            continue
+        if not in_class and source.startswith("(?P", i):
+            # a group's name, or a reference to one: its letters are not matched against the text
+            end = source.find(">" if source.startswith("(?P<", i) else ")", i)
+            if end < 0:
+                return None
+            out.append(source[i : end + 1])
+            i = end + 1
+            continue
+        if c.isupper():
+            return None
+        out.append(c)
+        i += 1
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            # a "]" first in a class (after an optional "^") is a literal, not its end
+            for literal in ("^", "]"):
+                if source.startswith(literal, i):
+                    out.append(literal)
+                    i += 1
+    return "".join(out)
+
+
+class Caseless:
+    """`re.compile(source, re.IGNORECASE)` whose `sub` and `search` run a cheap exact test first."""
+
+    def __init__(self, source: str) -> None:
+        self.pattern = re.compile(source, re.IGNORECASE)
+        gate = relaxed(source)
+        self._gate = re.compile(gate) if gate is not None else None
+
+    def cannot_match(self, text: str) -> bool:
+        """True only when the pattern surely has no match in `text`."""
+        gate = self._gate
+        return gate is not None and text.isascii() and gate.search(text.lower()) is None
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
+        return text if self.cannot_match(text) else self.pattern.sub(repl, text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return None if self.cannot_match(text) else self.pattern.search(text)

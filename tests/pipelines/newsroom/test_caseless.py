@@ -1,0 +1,98 @@
+"""A Caseless pattern's cheap test never hides a match: `sub` and `search` equal `re`'s."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.newsroom import finance_grammar, lexicon
+from pipelines.newsroom.caseless import Caseless, relaxed
+
+GRAMMAR: list[Caseless] = [
+    *(p for p, _ in lexicon.COMPILED_PHRASES),
+    *(p for p, _ in finance_grammar._PLAIN_PHRASES),
+    *(p for p, _ in finance_grammar._RATINGS),
+    *(p for p, _ in finance_grammar._STANCES),
+]
+WORDS = sorted({w for p in GRAMMAR for w in re.findall(r"[a-z]+", p.pattern.pattern)})
+"""Every word the grammar's patterns spell: random texts of them reach deep into the patterns."""
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (r"\bnew highs?\b", "new highs?"),
+        (r"[\b]x\\b", r"[\b]x\\b"),  # backspace in a class, an escaped backslash then "b"
+        (r"[]\b]|[^]\b]\b", r"[]\b]|[^]\b]"),  # a "]" first in a class is a literal
+        (r"(?P<Now>\d+) (?P=Now)\b", r"(?P<Now>\d+) (?P=Now)"),  # group names keep their case
+        (r"\S+\W\bup\b", r"\S+\Wup"),  # upper-case escapes are classes, not letters
+        (r"cut at (?=(?-i:[A-Z]))", None),  # must see the text's case
+        (r"\x41pple", None),  # a letter written by its code
+    ],
+)
+def test_relaxed_drops_word_boundaries_and_refuses_what_it_cannot_relax(
+    source: str, expected: str | None
+) -> None:
+    assert relaxed(source) == expected
+
+
+def test_every_grammar_pattern_but_the_case_sensitive_ones_has_a_cheap_test() -> None:
+    untested = [p.pattern.pattern for p in GRAMMAR if p._gate is None]
+    assert all("[A-Z]" in source for source in untested)
+    assert len(untested) < len(GRAMMAR) // 10
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_sub_and_search_equal_re_on_text_written_to_match(data: st.DataObject) -> None:
+    """Texts drawn to match one of the grammar's patterns, in any case, amid other words: every
+    pattern's `sub` and `search` on them equal `re`'s."""
+    target = data.draw(st.sampled_from(GRAMMAR))
+    ascii_text = st.characters(codec="ascii", exclude_categories=("Cc",))
+    words = st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join)
+    text = " ".join(
+        (
+            data.draw(words),
+            data.draw(st.from_regex(target.pattern, alphabet=ascii_text)),
+            data.draw(words),
+        )
+    )
+    for pattern in GRAMMAR:
+        assert pattern.sub(" token ", text) == pattern.pattern.sub(" token ", text)
+        found, expected = pattern.search(text), pattern.pattern.search(text)
+        assert (found and found.span()) == (expected and expected.span())
+
+
+def test_text_beyond_ascii_goes_to_the_real_search() -> None:
+    squeeze = Caseless(r"\bshort squeeze\b")
+    # "ſ" (long s) folds to "s" in a case-insensitive match, but lower-cases to itself
+    assert squeeze.sub("shortsqueeze", "a ſhort squeeze") == "a shortsqueeze"
+    assert not squeeze.cannot_match("a ſhort squeeze")
+    assert squeeze.cannot_match("a long squeeze")
+
+
+def test_a_finance_sentence_reads_the_same_as_before() -> None:
+    """The grammar's own output on a sentence that hits phrases, ratings and plain forms."""
+    text = "Shares gap up after Acme beats estimates; upgraded to buy at Credit Suisse, up 5 pct"
+    assert finance_grammar.read_finance(text) == _uncached_read(text)
+
+
+def _uncached_read(text: str) -> str:
+    """`read_finance` with every Caseless pattern replaced by its plain compiled pattern."""
+    saved = {}
+    for module, name in (
+        (lexicon, "COMPILED_PHRASES"),
+        (finance_grammar, "_PLAIN_PHRASES"),
+        (finance_grammar, "_RATINGS"),
+        (finance_grammar, "_STANCES"),
+    ):
+        saved[module, name] = getattr(module, name)
+        setattr(module, name, tuple((p.pattern, t) for p, t in getattr(module, name)))
+    try:
+        return finance_grammar.read_finance(text)
+    finally:
+        for (module, name), value in saved.items():
+            setattr(module, name, value)
