@@ -44,6 +44,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._pid = os.getpid()
+        self._tables: set[str] = set()
         super().__init__(base_dir, inst_data=inst_data)
 
     @classmethod
@@ -61,6 +62,19 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def has_table(self, table_name: str) -> bool:
+        # Dagster asks before it stores every check evaluation, on a new engine and connection
+        # each time (10 ms, 0.3 s of a daily run); a table, once there, stays (`wipe` forgets).
+        if table_name not in self._tables:
+            if not super().has_table(table_name):
+                return False
+            self._tables.add(table_name)
+        return True
+
+    def wipe(self) -> None:
+        self._tables.clear()
+        super().wipe()
 
     def _engine(self, shard: str) -> Engine:
         if os.getpid() != self._pid:

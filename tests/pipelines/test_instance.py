@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import sqlalchemy as db
 from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from mi.commands.pipeline import REPO_ROOT, open_instance
 from pipelines.instance import OPEN_FILES, PooledSqliteEventLogStorage, SqliteStorage
@@ -111,3 +113,31 @@ def test_a_forked_child_stores_on_its_own_connections(tmp_path: Path) -> None:
         assert os.waitstatus_to_exitcode(status) == 0
         messages = [e.dagster_event.message for e in instance.all_logs(run_id) if e.dagster_event]
         assert "from the child" in messages
+
+
+def test_a_table_found_once_is_not_looked_up_again_until_a_wipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dagster asks whether the check table exists before storing each check evaluation."""
+    with _instance(tmp_path) as instance:
+        storage = instance.event_log_storage
+        assert isinstance(storage, PooledSqliteEventLogStorage)
+        asked: list[str] = []
+        lookup = SqliteEventLogStorage.has_table
+
+        def counted(self: SqliteEventLogStorage, table: str) -> bool:
+            asked.append(table)
+            return lookup(self, table)
+
+        monkeypatch.setattr(SqliteEventLogStorage, "has_table", counted)
+        _materialize(instance)
+        _materialize(instance)
+        assert "asset_check_executions" in asked
+        assert sorted(asked) == sorted(set(asked))  # each table asked once over two runs
+        assert storage.has_table("no_such_table") is False
+        assert storage.has_table("no_such_table") is False
+        assert asked.count("no_such_table") == 2  # a missing table is asked again
+        storage.wipe()
+        assert storage.has_table("asset_check_executions")
+        assert asked.count("asset_check_executions") == 2
+        assert instance.get_latest_materialization_event(dg.AssetKey("_answer")) is None
