@@ -13,6 +13,7 @@ from pipelines.incremental.modes import code_version
 from pipelines.incremental.tables import stored_rows
 from pipelines.newsroom import briefs as briefs_module
 from pipelines.newsroom import (
+    caseless,
     enrichment,
     finance_grammar,
     finance_scope,
@@ -27,7 +28,15 @@ from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
 from pipelines.warehouse.staging import RunTransaction
 
 VERSION = code_version(
-    briefs_module, enrichment, finance_grammar, finance_scope, lexicon, tagging, terms, topics
+    briefs_module,
+    caseless,
+    enrichment,
+    finance_grammar,
+    finance_scope,
+    lexicon,
+    tagging,
+    terms,
+    topics,
 )
 """The code briefs are tagged and enriched with: a change re-enriches every article once.
 Hashed when the code is imported: the source that runs, even if its files are edited later."""
