@@ -12,6 +12,7 @@ import pytest
 from pipelines.incremental.modes import code_version
 from pipelines.newsroom import (
     briefs,
+    caseless,
     enrichment,
     finance_grammar,
     finance_scope,
@@ -523,10 +524,10 @@ def test_scoped_words_are_prefixed_for_the_lexicon() -> None:
 
 
 def test_the_scorer_is_part_of_the_code_version_that_re_enriches_stored_briefs() -> None:
-    # a change to the grammar or its scopes must re-enrich every stored article once, as any
-    # enrichment change
-    scorer = (finance_grammar, finance_scope)
-    assert code_version(briefs, enrichment, *scorer, lexicon, tagging, terms, topics) == VERSION
-    for left_out in scorer:
-        kept = [m for m in scorer if m is not left_out]
-        assert code_version(briefs, enrichment, *kept, lexicon, tagging, terms, topics) != VERSION
+    # a change to the grammar, its scopes or its patterns' search must re-enrich every stored
+    # article once, as any enrichment change
+    hashed = (briefs, caseless, enrichment, finance_grammar, finance_scope, lexicon, tagging)
+    hashed += (terms, topics)
+    assert code_version(*hashed) == VERSION
+    for left_out in (caseless, finance_grammar, finance_scope):
+        assert code_version(*(m for m in hashed if m is not left_out)) != VERSION
