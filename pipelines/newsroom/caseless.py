@@ -6,9 +6,9 @@ pattern it can find by its first letters costs 0.1 µs. The finance grammar runs
 patterns over every title and body, and most texts match none of them.
 
 A `Caseless` pattern therefore first searches the lower-cased text with a relaxed copy of itself:
-case-sensitive, and without its `\\b` assertions. On ASCII text, a case-insensitive pattern whose
-letters are all lower case matches exactly where its case-sensitive copy matches the lower-cased
-text, and removing an assertion only adds matches. So when the relaxed copy finds nothing, the
+case-sensitive, and without its assertions (`\\b`, lookahead and lookbehind). On ASCII text, a
+case-insensitive pattern whose letters are all lower case matches exactly where its
+case-sensitive copy matches the lower-cased text, and removing an assertion only adds matches. So when the relaxed copy finds nothing, the
 pattern finds nothing either, and `sub` returns the text as it is, as `re` would. Text that is
 not ASCII, and a pattern with an upper-case letter (`(?-i:[A-Z])` must see the text's case) or a
 character written as a code (`\\x41`), skip the test and go straight to the real search.
@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 _CODED = frozenset("xuUN0")
 """Escapes that write a character by its code: it could be an upper-case letter."""
+_LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
+_GROUP = re.compile(r"\((?!\?)|\(\?P<")
+"""A capturing group's opening (a "(" escaped as "\\(" may be taken for one: no gate, no harm)."""
 
 
 def relaxed(source: str) -> str | None:
-    """`source` without its `\\b` assertions (outside character classes), or None when the relaxed
-    copy could miss a match: an upper-case letter, or a character written by its code."""
+    """`source` without its assertions (`\\b` outside character classes, lookaheads and
+    lookbehinds), or None when the relaxed copy could miss a match: an upper-case letter, a
+    character written by its code, or a group left open."""
     out: list[str] = []
     i, in_class = 0, False
     while i < len(source):
@@ -37,6 +42,12 @@ def relaxed(source: str) -> str | None:
             if in_class or escape != "b":
                 out.append(c + escape)
             i += 2
+            continue
+        if not in_class and source.startswith(_LOOKAROUNDS, i):
+            end = _group_end(source, i)
+            if end < 0 or _GROUP.search(source, i + 3, end):
+                return None  # dropping a group inside it would renumber the groups after it
+            i = end
             continue
         if not in_class and source.startswith("(?P", i):
             # a group's name, or a reference to one: its letters are not matched against the text
@@ -62,8 +73,34 @@ def relaxed(source: str) -> str | None:
     return "".join(out)
 
 
+def _group_end(source: str, start: int) -> int:
+    """The position after the ")" that closes the group opened at `start`; -1 when none does."""
+    depth, i, in_class = 0, start, False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            for literal in ("^", "]"):
+                if source.startswith(literal, i + 1):
+                    i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
 class Caseless:
-    """`re.compile(source, re.IGNORECASE)` whose `sub` and `search` run a cheap exact test first."""
+    """`re.compile(source, re.IGNORECASE)` whose `sub`, `search` and `findall` run a cheap exact
+    test first."""
 
     def __init__(self, source: str) -> None:
         self.pattern = re.compile(source, re.IGNORECASE)
@@ -80,3 +117,6 @@ class Caseless:
 
     def search(self, text: str) -> re.Match[str] | None:
         return None if self.cannot_match(text) else self.pattern.search(text)
+
+    def findall(self, text: str) -> list[Any]:
+        return [] if self.cannot_match(text) else self.pattern.findall(text)

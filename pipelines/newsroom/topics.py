@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 from pipelines.newsroom import lexicon
+from pipelines.newsroom.caseless import Caseless
 from pipelines.newsroom.terms import term_pattern
 
 DEFAULT_TOPIC = "price"
 """The topic of a brief whose words name no other theme: a market move."""
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, term_pattern(words)) for name, words in lexicon.TOPICS
+_PATTERNS: tuple[tuple[str, Caseless], ...] = tuple(
+    (name, Caseless(term_pattern(words).pattern)) for name, words in lexicon.TOPICS
 )
 
 
