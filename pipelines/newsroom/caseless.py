@@ -8,8 +8,8 @@ patterns over every title and body, and most texts match none of them.
 A `Caseless` pattern therefore first searches the lower-cased text with a relaxed copy of itself:
 case-sensitive, and without its assertions (`\\b`, lookahead and lookbehind). On ASCII text, a
 case-insensitive pattern whose letters are all lower case matches exactly where its
-case-sensitive copy matches the lower-cased text, and removing an assertion only adds matches. So when the relaxed copy finds nothing, the
-pattern finds nothing either, and `sub` returns the text as it is, as `re` would. Text that is
+case-sensitive copy matches the lower-cased text, and removing an assertion only adds matches.
+So when the relaxed copy finds nothing, the pattern finds nothing either, and `sub` returns the text as it is, as `re` would. Text that is
 not ASCII, and a pattern with an upper-case letter (`(?-i:[A-Z])` must see the text's case) or a
 character written as a code (`\\x41`), skip the test and go straight to the real search.
 """
@@ -30,71 +30,92 @@ _GROUP = re.compile(r"\((?!\?)|\(\?P<")
 def relaxed(source: str) -> str | None:
     """`source` without its assertions (`\\b` outside character classes, lookaheads and
     lookbehinds), or None when the relaxed copy could miss a match: an upper-case letter, a
-    character written by its code, or a group left open."""
+    character written by its code, or a group or class left open."""
     out: list[str] = []
-    i, in_class = 0, False
+    i = 0
     while i < len(source):
         c = source[i]
         if c == "\\":
             escape = source[i + 1 : i + 2]
             if escape in _CODED:
                 return None
-            if in_class or escape != "b":
+            if escape != "b":
                 out.append(c + escape)
             i += 2
-            continue
-        if not in_class and source.startswith(_LOOKAROUNDS, i):
+        elif source.startswith(_LOOKAROUNDS, i):
             end = _group_end(source, i)
             if end < 0 or _GROUP.search(source, i + 3, end):
                 return None  # dropping a group inside it would renumber the groups after it
             i = end
-            continue
-        if not in_class and source.startswith("(?P", i):
+        elif source.startswith("(?P", i):
             # a group's name, or a reference to one: its letters are not matched against the text
-            end = source.find(">" if source.startswith("(?P<", i) else ")", i)
-            if end < 0:
+            end = source.find(">" if source.startswith("(?P<", i) else ")", i) + 1
+            if end <= 0:
                 return None
-            out.append(source[i : end + 1])
-            i = end + 1
-            continue
-        if c.isupper():
+            out.append(source[i:end])
+            i = end
+        elif c == "[":  # a class is kept whole: a "\\b" in it is a backspace
+            end = _class_end(source, i)
+            if end < 0 or not _lower_case(source[i:end]):
+                return None
+            out.append(source[i:end])
+            i = end
+        elif c.isupper():
             return None
-        out.append(c)
-        i += 1
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            # a "]" first in a class (after an optional "^") is a literal, not its end
-            for literal in ("^", "]"):
-                if source.startswith(literal, i):
-                    out.append(literal)
-                    i += 1
+        else:
+            out.append(c)
+            i += 1
     return "".join(out)
+
+
+def _class_end(source: str, start: int) -> int:
+    """The position after the "]" that closes the class opened at `start`; -1 when none does.
+    A "]" first in a class (after an optional "^") is a literal, not its end."""
+    i = start + 1
+    i += source.startswith("^", i)
+    i += source.startswith("]", i)
+    while i < len(source):
+        if source[i] == "\\":
+            i += 2
+        elif source[i] == "]":
+            return i + 1
+        else:
+            i += 1
+    return -1
+
+
+def _lower_case(part: str) -> bool:
+    """No upper-case letter in `part` outside escapes, and no character written by its code."""
+    i = 0
+    while i < len(part):
+        if part[i] == "\\":
+            if part[i + 1 : i + 2] in _CODED:
+                return False
+            i += 2
+        elif part[i].isupper():
+            return False
+        else:
+            i += 1
+    return True
 
 
 def _group_end(source: str, start: int) -> int:
     """The position after the ")" that closes the group opened at `start`; -1 when none does."""
-    depth, i, in_class = 0, start, False
+    depth, i = 0, start
     while i < len(source):
         c = source[i]
         if c == "\\":
             i += 2
             continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            for literal in ("^", "]"):
-                if source.startswith(literal, i + 1):
-                    i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+        if c == "[":
+            i = _class_end(source, i)
+            if i < 0:
+                return -1
+            continue
+        depth += (c == "(") - (c == ")")
         i += 1
+        if depth == 0:
+            return i
     return -1
 
 

@@ -27,7 +27,7 @@ from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
 from pipelines.warehouse.staging import RunTransaction
 
-VERSION = code_version(
+HASHED = (
     briefs_module,
     caseless,
     enrichment,
@@ -38,6 +38,8 @@ VERSION = code_version(
     terms,
     topics,
 )
+"""The modules briefs are tagged and enriched with."""
+VERSION = code_version(*HASHED)
 """The code briefs are tagged and enriched with: a change re-enriches every article once.
 Hashed when the code is imported: the source that runs, even if its files are edited later."""
 

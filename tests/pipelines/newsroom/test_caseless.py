@@ -37,6 +37,8 @@ WORDS = sorted({w for p in GRAMMAR for w in re.findall(r"[a-z]+", p.pattern.patt
         (r"cut at (?-i:[A-Z])", None),  # must see the text's case
         (r"(?=(x))\1", None),  # dropping the group would renumber the groups after it
         (r"(?<!\w", None),  # a group left open
+        (r"[a-z", None),  # a class left open
+        (r"[\x41]pple", None),  # a letter written by its code, in a class
         (r"\x41pple", None),  # a letter written by its code
     ],
 )
