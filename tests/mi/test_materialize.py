@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,17 @@ def test_an_error_check_exits_non_zero(tmp_path: Path) -> None:
     result = _materialize(tmp_path, "--market", "crypto", TOY_DUPLICATE="1")
     assert result.exit_code == 1, result.output
     assert "  ERROR instruments:symbols_unique [daily]" in result.output.splitlines()
+
+
+@pytest.mark.slow
+def test_runs_go_with_the_startup_heap_frozen_and_the_command_unfreezes_it(tmp_path: Path) -> None:
+    # Full collections skip what the command built before its runs; a process that goes on after
+    # the command (this test's) collects those objects again.
+    during = tmp_path / "freeze_count"
+    result = _materialize(tmp_path, "--market", "crypto", TOY_FREEZE_COUNT=str(during))
+    assert result.exit_code == 0, result.output
+    assert int(during.read_text()) > 10_000
+    assert gc.get_freeze_count() == 0
 
 
 def test_an_unknown_market_is_refused_before_running(tmp_path: Path) -> None:

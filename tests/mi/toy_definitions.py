@@ -1,9 +1,10 @@
 """Small Definitions for `mi materialize` tests: one daily multi-asset with checks, stored by the real warehouse.
 
 `TOY_FAIL_MARKET` makes the step raise when it reaches that market; `TOY_DUPLICATE` makes an ERROR
-check fail. (No `from __future__ import annotations`: Dagster reads the `context` annotation.)
+check fail; `TOY_FREEZE_COUNT` names a file the step writes `gc.get_freeze_count()` to. (No `from __future__ import annotations`: Dagster reads the `context` annotation.)
 """
 
+import gc
 import os
 from collections.abc import Iterator
 
@@ -32,6 +33,9 @@ def _build() -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, run_options: RunOptions
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         tx = warehouse.transaction(context.run.run_id, step_name(context))
+        if freeze_count := os.environ.get("TOY_FREEZE_COUNT"):
+            with open(freeze_count, "w") as out:
+                out.write(str(gc.get_freeze_count()))
         symbols = ["AAA", "AAA"] if os.environ.get("TOY_DUPLICATE") else ["AAA", "BBB"]
         unique = True
         for market in run_options.markets:
