@@ -132,6 +132,12 @@ async def run(
                 redis_cleanup(prefix)
 
 
+def _at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("backend", choices=["sqlite", "redis"])
@@ -139,7 +145,7 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=10)
     parser.add_argument("--plan", default="internal", help="unlimited by default (no rate limit)")
     parser.add_argument("--path", choices=PATHS, default="admit-settle")
-    parser.add_argument("--keys", type=int, default=1)
+    parser.add_argument("--keys", type=_at_least_one, default=1)
     args = parser.parse_args()
     cost = asyncio.run(
         run(args.backend, args.plan, args.pairs, args.concurrent, args.path, args.keys)

@@ -182,6 +182,16 @@ def test_the_store_steps_bench_reports_time_per_metered_request(path: str) -> No
     assert cost.server is None  # SQLite's work is in this process
 
 
+def test_the_store_steps_bench_refuses_a_key_count_below_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.argv", ["store_steps", "sqlite", "--keys", "0"])
+    with pytest.raises(SystemExit) as refused:
+        store_steps.main()
+    assert refused.value.code == 2
+    assert "needs a whole number of at least 1, not '0'" in capsys.readouterr().err
+
+
 def test_the_store_steps_bench_reports_redis_time_per_customer_request() -> None:
     # Pro keys take 300 requests a minute: 300 requests over 4 keys stay within every limit.
     cost = asyncio.run(
