@@ -6,9 +6,10 @@ its peak memory is the `ru_maxrss` that `wait4` reports for it (the largest proc
 steps run inside it with the default in-process executor). The step times come from the command's
 own lines (`[daily] <step> done in Xs`, `[news] ...`), so the slowest stage shows in the details.
 
-Into the data dir of one full run, two incremental runs follow as the schedules start them: the
-daily job for one more day (`MI_END_DATE` + 1), then a news refresh a week on, when about a hundred
-articles are new.
+Into the data dir of one full run, incremental runs follow as the schedules start them: the
+daily job for one more day (`MI_END_DATE` + 1), the daily job for that day again (nothing new: the
+floor under every daily run, the process and Dagster's own work), then a news refresh a week on,
+when about a hundred articles are new.
 """
 
 from __future__ import annotations
@@ -131,6 +132,12 @@ def materialize_run(
     }
     job = f"-{args[args.index('--job') + 1]}" if "--job" in args else ""
     output = log.with_name(f"{log.stem}-{instruments}-{end_date.isoformat()}{job}.log")
+    repeat = 2
+    while output.exists():  # the same run again (a day with nothing new) keeps its own log
+        output = output.with_name(
+            f"{log.stem}-{instruments}-{end_date.isoformat()}{job}-{repeat}.log"
+        )
+        repeat += 1
     with output.open("wb") as out:
         start = time.perf_counter()
         process = subprocess.Popen(
@@ -196,9 +203,12 @@ def scale_figures(runs: Sequence[Run]) -> list[Figure]:
     return figures
 
 
-def incremental_figures(full: Run, daily: Run, news: Run | None = None) -> list[Figure]:
+def incremental_figures(
+    full: Run, daily: Run, news: Run | None = None, again: Run | None = None
+) -> list[Figure]:
     """The daily job's run of one more day against the full run it follows (same data dir), its
-    peak memory, and the news refresh (absolute: its goal is seconds, not a share)."""
+    peak memory, the same day run again with nothing new (`again`: the floor of a daily run, as a
+    share of the full run too), and the news refresh (absolute: its goal is seconds, not a share)."""
     label = f"{daily.instruments:,} instruments"
     figures = [
         Figure("pipeline", f"incremental daily run (one new day), {label}", "s",
@@ -207,6 +217,12 @@ def incremental_figures(full: Run, daily: Run, news: Run | None = None) -> list[
         Figure("pipeline", f"incremental daily run peak RSS, {label}", "MiB",
                round(daily.peak_rss_mib), round(full.peak_rss_mib), "full run"),
     ]  # fmt: skip
+    if again is not None:
+        figures.append(
+            Figure("pipeline", f"daily run with nothing new (the same day again), {label}", "s",
+                   round(again.seconds, 1), round(full.seconds, 1), "full run",
+                   details=again.details())
+        )  # fmt: skip
     if news is not None:
         figures.append(
             Figure("pipeline", f"news refresh ({news.new_articles} new articles), {label}", "s",
@@ -266,6 +282,7 @@ def pipeline_section(
     full: Run | None = None
     daily: Run | None = None
     news: Run | None = None
+    again: Run | None = None
     for size in sorted(set(sizes) | ({incremental} if incremental else set())):
         data_dir = scratch / f"pipeline-{size}"
         try:
@@ -281,6 +298,11 @@ def pipeline_section(
                 )
                 print(f"  {size:,} instruments, one more day: {daily.seconds:.1f} s, "
                       f"{daily.peak_rss_mib:.0f} MiB", flush=True)  # fmt: skip
+                again = materialize_run(
+                    data_dir, size, end_date + timedelta(days=1), log, args=("--job", "daily")
+                )
+                print(f"  {size:,} instruments, the same day again (nothing new): "
+                      f"{again.seconds:.1f} s", flush=True)  # fmt: skip
                 week_on = end_date + timedelta(days=NEWS_DAYS)
                 news = materialize_run(data_dir, size, week_on, log, args=("--job", "news"))
                 print(f"  {size:,} instruments, news refresh: {news.seconds:.1f} s for "
@@ -289,7 +311,7 @@ def pipeline_section(
             shutil.rmtree(data_dir, ignore_errors=True)
     figures = scale_figures(runs) if runs else []
     if full is not None and daily is not None:
-        figures += incremental_figures(full, daily, news)
+        figures += incremental_figures(full, daily, news, again)
     if runs:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         note = f" ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {load})"

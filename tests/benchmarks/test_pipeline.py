@@ -81,6 +81,16 @@ def test_the_day_is_a_share_of_the_full_run_and_the_news_refresh_is_seconds() ->
     assert (refresh.project, refresh.anchor, refresh.passed) == (4.0, None, True)
 
 
+def test_a_daily_run_with_nothing_new_is_reported_as_a_share_of_the_full_run() -> None:
+    full = run(5000, 50.0, 1900.0)
+    again = Run(5000, date(2026, 3, 3), 3.5, 700.0)
+    figures = incremental_figures(full, daily_run(), again=again)
+    floor = figures[-1]
+    assert floor.name == "daily run with nothing new (the same day again), 5,000 instruments"
+    assert (floor.project, floor.anchor, floor.ratio, floor.goal) == (3.5, 50.0, 0.07, None)
+    assert len(incremental_figures(full, daily_run())) == len(figures) - 1
+
+
 def daily_run() -> Run:
     return Run(5000, date(2026, 3, 3), 5.0, 800.0)
 
