@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 from dataclasses import dataclass
 
 import polars as pl
@@ -11,32 +12,24 @@ from pipelines.catalog import BRIEFS, RAW_NEWS, SENTIMENT_DAILY, SENTIMENT_TOPIC
 from pipelines.catalog.state import BRIEFS_STATE
 from pipelines.incremental.modes import code_version
 from pipelines.incremental.tables import stored_rows
-from pipelines.newsroom import briefs as briefs_module
-from pipelines.newsroom import (
-    caseless,
-    enrichment,
-    finance_grammar,
-    finance_scope,
-    lexicon,
-    tagging,
-    terms,
-    topics,
-)
 from pipelines.newsroom.briefs import build_briefs
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
 from pipelines.warehouse.staging import RunTransaction
 
-HASHED = (
-    briefs_module,
-    caseless,
-    enrichment,
-    finance_grammar,
-    finance_scope,
-    lexicon,
-    tagging,
-    terms,
-    topics,
+HASHED = tuple(
+    importlib.import_module(f"pipelines.newsroom.{name}")
+    for name in (
+        "briefs",
+        "caseless",
+        "enrichment",
+        "finance_grammar",
+        "finance_scope",
+        "lexicon",
+        "tagging",
+        "terms",
+        "topics",
+    )
 )
 """The modules briefs are tagged and enriched with."""
 VERSION = code_version(*HASHED)
