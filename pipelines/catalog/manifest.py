@@ -14,8 +14,9 @@ from pathlib import Path
 
 MANIFEST_NAME = "_manifest.json"
 PARTITION_SEPARATOR = "/"
-"""Partition keys are `<market>` or `<market>/<shard>[/<segment>]`: a table partition of one market
-may be split into several files (shards of symbols, time segments of a shard's rows)."""
+"""Partition keys are `<market>`, `<market>/<shard>[/<segment>]` or `<market>/<segment>`: a table
+partition of one market may be split into several files (shards of symbols, time segments of a
+shard's rows or of a market's news)."""
 
 
 def market_of(key: str) -> str:

@@ -15,6 +15,7 @@ from datetime import date
 import polars as pl
 
 from pipelines.catalog import LocalStorage, PartitionFile, Table, WarehouseStorage
+from pipelines.catalog.manifest import PARTITION_SEPARATOR
 from pipelines.incremental.shards import Shard
 from pipelines.warehouse.staging import RunTransaction
 
@@ -173,6 +174,60 @@ def upsert_series(
             key = f"{shard.key}/{target}"
             out[key] = tx.write_file(table, key, frame)
     return out
+
+
+def append_segments(
+    tx: RunTransaction,
+    table: Table,
+    market: str,
+    stored: Mapping[str, PartitionFile],
+    rows: pl.DataFrame,
+    day: pl.Expr,
+    everything: bool = False,
+) -> dict[str, PartitionFile]:
+    """A market's time-segmented log (keys `<market>/<segment>`, segments as a series table's)
+    with `rows` added: a segment that the rows fall in is written again as its stored rows, then
+    the new ones in their order; every other segment keeps its file, so a refresh writes what its
+    rows touch however long the history. `day` is a row's day (an expression of its columns).
+
+    `everything`: `rows` are the whole table (the stored files are dropped). A stored file without
+    a segment (a market's single file, the layout before segments) is split into segments once.
+    """
+    rows = table.conform(rows)
+    if not everything and any(PARTITION_SEPARATOR not in key for key in stored):
+        legacy = scan(tx.store.storage, stored.values(), table).collect()
+        return append_segments(tx, table, market, {}, pl.concat([legacy, rows]), day, True)
+    segments = {} if everything else {key.split("/", 1)[1]: f for key, f in stored.items()}
+    years = [int(segment[:4]) for segment in segments]
+    newest_row = rows.select(day.max()).item()
+    if isinstance(newest_row, date):
+        years.append(newest_row.year)
+    if not years:
+        return {}
+    newest = max(years)
+    sources: dict[str, list[str]] = {}
+    for segment in sorted(segments):
+        sources.setdefault(segment_key(segment_start(segment), newest), []).append(segment)
+    tagged = rows.with_columns(_segment=_segments_of(day, newest))
+    merged = {target for target, found in sources.items() if found != [target]}
+    affected = set(tagged["_segment"].unique().to_list()) | merged
+    out = {
+        f"{market}/{segment}": segments[segment]
+        for target, found in sources.items()
+        if target not in affected
+        for segment in found
+    }
+    for target in sorted(affected):
+        kept = scan(tx.store.storage, [segments[s] for s in sources.get(target, [])], table)
+        added = tagged.filter(pl.col("_segment") == target).drop("_segment")
+        key = f"{market}/{target}"
+        out[key] = tx.write_file(table, key, pl.concat([table.conform(kept.collect()), added]))
+    return out
+
+
+def counted_rows(tx: RunTransaction, table: Table, market: str) -> int:
+    """Rows of one market's partition of `table` as this run sees it, from the manifest's counts."""
+    return sum(entry.rows for entry in tx.partitions(table.name, market).values())
 
 
 def stored_rows(tx: RunTransaction, table: Table, market: str) -> pl.DataFrame:

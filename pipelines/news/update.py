@@ -10,13 +10,18 @@ import polars as pl
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
 from pipelines.catalog.state import NEWS_FILES
-from pipelines.incremental.tables import stored_rows
+from pipelines.incremental.tables import append_segments, counted_rows, scan, stored_rows
 from pipelines.news.batch import RawNewsBatch, build_batch
 from pipelines.news.model import FeedDocument
 from pipelines.news.parse import ParsePolicy
 from pipelines.news.sources import NewsSource
 from pipelines.prices.update import ListedFile, changed_files, stage_files_read
 from pipelines.warehouse.staging import RunTransaction
+
+KNOWN_BY = ("article_id", "guid", "link")
+"""What a stored article is recognised by (`batch.known_keys`)."""
+PUBLISHED_DAY = pl.col("published_at").dt.date()
+"""The day raw_news is segmented by: the article's publication day, UTC (its briefs' `date`)."""
 
 
 @runtime_checkable
@@ -48,11 +53,13 @@ def update_news(
     """Read the market's feeds (only documents new or changed since the last refresh when the
     source lists files), keep the articles not stored yet, and stage raw_news, news_rejects and
     the files read."""
-    stored = RAW_NEWS.empty() if full else stored_rows(tx, RAW_NEWS, market)
-    documents, read, described = _documents(tx, source, market, full or stored.is_empty())
-    batch = build_batch(market, documents, policy, stored)
-    articles = pl.concat([stored, batch.articles])
-    tx.stage(RAW_NEWS.name, market, {market: tx.write_file(RAW_NEWS, market, articles)})
+    stored = {} if full else tx.partitions(RAW_NEWS.name, market)
+    # Only what recognises a stored article: the table's other columns grow with its history.
+    known = scan(tx.store.storage, stored.values(), RAW_NEWS).select(KNOWN_BY).collect()
+    documents, read, described = _documents(tx, source, market, full or known.is_empty())
+    batch = build_batch(market, documents, policy, known)
+    articles = append_segments(tx, RAW_NEWS, market, stored, batch.articles, PUBLISHED_DAY, full)
+    tx.stage(RAW_NEWS.name, market, articles)
     rejects = NEWS_REJECTS.empty() if full else stored_rows(tx, NEWS_REJECTS, market)
     log = pl.concat([rejects, batch.rejects]).unique(
         ["record", "reason"], keep="first", maintain_order=True
@@ -60,7 +67,7 @@ def update_news(
     tx.stage(NEWS_REJECTS.name, market, {market: tx.write_file(NEWS_REJECTS, market, log)})
     if read is not None:
         stage_files_read(tx, NEWS_FILES, market, read, full)
-    return MarketNews(batch, described, articles.height, log.height)
+    return MarketNews(batch, described, counted_rows(tx, RAW_NEWS, market), log.height)
 
 
 def _documents(

@@ -25,10 +25,10 @@ from pipelines.catalog.newsroom import (
     SENTIMENT_TOPICS,
 )
 from pipelines.catalog.state import BRIEFS_STATE
-from pipelines.incremental.tables import scan, stored_rows
+from pipelines.incremental.tables import counted_rows, scan, stored_rows
 from pipelines.newsroom import analyses, checks
 from pipelines.newsroom.enrichment import Enricher
-from pipelines.newsroom.update import MarketBriefs, update_briefs, update_sentiment
+from pipelines.newsroom.update import MarketBriefs, new_briefs, update_briefs, update_sentiment
 from pipelines.newsroom.writing.facts import MONTH_DAYS, RSI_PERIOD, SMA_PERIODS, WEEK_DAYS
 from pipelines.newsroom.writing.writer import Writer
 from pipelines.partitions import DAILY_PARTITIONS
@@ -204,12 +204,10 @@ def build_sentiment_assets() -> dg.AssetsDefinition:
 
 def _briefs_written(tx: RunTransaction, market: str, full: bool) -> MarketBriefs:
     """What the briefs step of this run wrote for `market`: the briefs new to the table."""
-    briefs = stored_rows(tx, BRIEFS, market)
     committed = tx.manifest.partitions(BRIEFS.name, market) if tx.manifest and not full else {}
-    before = scan(tx.store.storage, committed.values(), BRIEFS).select("article_id").collect()
     everything = full or not committed or _rewritten(tx, market)
-    new = briefs if everything else briefs.join(before, on="article_id", how="anti")
-    return MarketBriefs(new, everything, briefs.height)
+    new = new_briefs(tx, market, {} if everything else committed)
+    return MarketBriefs(new, everything, counted_rows(tx, BRIEFS, market))
 
 
 def _rewritten(tx: RunTransaction, market: str) -> bool:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import polars as pl
 
-from pipelines.catalog import BRIEFS, RAW_NEWS, SENTIMENT_DAILY, SENTIMENT_TOPICS
+from pipelines.catalog import BRIEFS, RAW_NEWS, SENTIMENT_DAILY, SENTIMENT_TOPICS, PartitionFile
 from pipelines.catalog.state import BRIEFS_STATE
 from pipelines.incremental.modes import code_version
-from pipelines.incremental.tables import stored_rows
+from pipelines.incremental.tables import append_segments, counted_rows, scan, stored_rows
 from pipelines.newsroom.briefs import build_briefs
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
@@ -76,14 +77,39 @@ def update_briefs(
     )
     state = stored_rows(tx, BRIEFS_STATE, market)
     everything = full or not state.equals(BRIEFS_STATE.conform(wanted))
-    stored = BRIEFS.empty() if everything else stored_rows(tx, BRIEFS, market)
-    articles = stored_rows(tx, RAW_NEWS, market)
-    new = articles.join(stored.select("article_id"), on="article_id", how="anti")
+    stored = {} if everything else tx.partitions(BRIEFS.name, market)
+    articles = scan(tx.store.storage, tx.partitions(RAW_NEWS.name, market).values(), RAW_NEWS)
+    new = articles.filter(_among(articles, _ids(tx, stored), present=False)).collect()
     enriched = build_briefs(new, instruments, market, enricher)
-    briefs = pl.concat([stored, enriched])
-    tx.stage(BRIEFS.name, market, {market: tx.write_file(BRIEFS, market, briefs)})
+    briefs = append_segments(tx, BRIEFS, market, stored, enriched, pl.col("date"), everything)
+    tx.stage(BRIEFS.name, market, briefs)
     tx.stage(BRIEFS_STATE.name, market, {market: tx.write_file(BRIEFS_STATE, market, wanted)})
-    return MarketBriefs(enriched, everything, briefs.height)
+    return MarketBriefs(enriched, everything, counted_rows(tx, BRIEFS, market))
+
+
+def new_briefs(
+    tx: RunTransaction, market: str, before: Mapping[str, PartitionFile]
+) -> pl.DataFrame:
+    """The market's briefs as this run sees them whose article is not in the files `before`
+    (every brief when there are none): the article ids are read first, whole rows only for those."""
+    briefs = scan(tx.store.storage, tx.partitions(BRIEFS.name, market).values(), BRIEFS)
+    return briefs.filter(_among(briefs, _ids(tx, before), present=False)).collect()
+
+
+def _ids(tx: RunTransaction, files: Mapping[str, PartitionFile]) -> pl.Series:
+    """The article ids of briefs files."""
+    stored = scan(tx.store.storage, files.values(), BRIEFS).select("article_id").collect()
+    return stored["article_id"]
+
+
+def _among(rows: pl.LazyFrame, known: pl.Series, present: bool) -> pl.Expr:
+    """Rows whose article is (`present`) or is not among `known`, decided on the ids alone: the
+    wanted ids are worked out from the article_id column before any other column is read."""
+    if known.is_empty():
+        return pl.lit(not present)
+    ids = rows.select("article_id").collect()["article_id"]
+    wanted = ids.filter(ids.is_in(known.implode()) == present)
+    return pl.col("article_id").is_in(wanted.implode())
 
 
 def update_sentiment(
@@ -91,10 +117,12 @@ def update_sentiment(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Recount the (symbol, day) rows of the days the refresh's briefs fall on (every day when
     every brief was rewritten); stage both tables; return the rows recounted."""
-    briefs = stored_rows(tx, BRIEFS, market)
     days = pl.Series("date", changed.enriched["date"].unique().to_list(), dtype=pl.Date)
-    if not changed.everything:
-        briefs = briefs.filter(pl.col("date").is_in(days.implode()))
+    stored = scan(tx.store.storage, tx.partitions(BRIEFS.name, market).values(), BRIEFS)
+    # The days touched only: their segments' row groups are the ones read.
+    briefs = (
+        stored if changed.everything else stored.filter(pl.col("date").is_in(days.implode()))
+    ).collect()
     daily, topics_ = sentiment_daily(briefs), sentiment_topics(briefs)
     for table, recounted in ((SENTIMENT_DAILY, daily), (SENTIMENT_TOPICS, topics_)):
         kept = (

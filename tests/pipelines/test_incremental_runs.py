@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from mi.cli import main
 from pipelines.catalog import open_storage
+from pipelines.catalog.manifest import read_manifest
 from tests.warehouses import assert_same_warehouse as same
 
 FIRST_DAY = date(2026, 2, 2)
@@ -102,3 +103,25 @@ def full_run(day: date, tmp_path_factory: pytest.TempPathFactory) -> Path:
         materialize(data_dir, day, shard_symbols=1_000)
         FULL_RUNS[day] = data_dir
     return FULL_RUNS[day]
+
+
+def test_a_news_refresh_rewrites_only_the_news_segments_its_articles_fall_in(
+    first_load: tuple[Path, Path],
+) -> None:
+    """raw_news and briefs are logs in time segments: a refresh's cost does not grow with history."""
+    data_dir, saved = first_load
+    shutil.rmtree(data_dir)
+    shutil.copytree(saved, data_dir)
+    before = read_manifest(data_dir / "warehouse")
+    day = FIRST_DAY + timedelta(days=1)
+    materialize(data_dir, day, "--job", "news", now=f"{day.isoformat()}T12:00:00Z")
+    after = read_manifest(data_dir / "warehouse")
+    assert before is not None
+    assert after is not None
+    for table in ("raw_news", "briefs"):
+        for market in MARKETS.split(","):
+            old, new = before.partitions(table, market), after.partitions(table, market)
+            assert f"{market}/2025" in old, "the embedded history spans closed years"
+            rewritten = {key for key in new if new[key] != old.get(key)}
+            assert rewritten == {f"{market}/{day:%Y-%m}"}, (table, market)
+            assert sum(f.rows for f in new.values()) > sum(f.rows for f in old.values())

@@ -1,17 +1,18 @@
-"""Series tables rewrite only the segments a run changes; snapshot tables replace the symbols it recomputed."""
+"""Series tables and logs rewrite only the segments a run changes; snapshot tables replace the symbols it recomputed."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PartitionFile
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, RAW_NEWS, PartitionFile
 from pipelines.incremental.shards import Shard
 from pipelines.incremental.tables import (
     EVERYTHING,
+    append_segments,
     read_symbols,
     rewrite_snapshot,
     scan,
@@ -198,3 +199,83 @@ def test_sorted_by_keeps_rows_already_in_order_and_sorts_the_others() -> None:
     crossed = pl.DataFrame({"symbol": ["A", "B", "A"], "period": [9, 2, 3]})
     assert sorted_by(crossed, ["symbol", "period"]).rows() == [("A", 3), ("A", 9), ("B", 2)]
     assert sorted_by(ordered.head(1), ["symbol"]).height == 1
+
+
+def articles(first: date, days: int, prefix: str = "a") -> pl.DataFrame:
+    """One raw_news article a day from `first`, ids `<prefix><n>`."""
+    instants = [datetime.combine(first + timedelta(days=i), time(9), UTC) for i in range(days)]
+    return RAW_NEWS.conform(
+        pl.DataFrame(
+            {
+                "market": "crypto",
+                "article_id": [f"{prefix}{i}" for i in range(days)],
+                "feed": "wire",
+                "guid": None,
+                "link": None,
+                "title": "t",
+                "body": "b",
+                "published_at": instants,
+                "timestamp": [int(t.timestamp() * 1000) for t in instants],
+            },
+            schema=RAW_NEWS.schema,
+        )
+    )
+
+
+PUBLISHED = pl.col("published_at").dt.date()
+
+
+def logged(tx: RunTransaction, files: dict) -> pl.DataFrame:  # type: ignore[type-arg]
+    return scan(tx.store.storage, [files[k] for k in sorted(files)], RAW_NEWS).collect()
+
+
+def test_a_log_is_segmented_like_a_series_closed_years_whole_the_newest_by_month(
+    tx: RunTransaction,
+) -> None:
+    files = append_segments(tx, RAW_NEWS, "crypto", {}, articles(date(2025, 12, 30), 40), PUBLISHED)
+    assert sorted(files) == ["crypto/2025", "crypto/2026-01", "crypto/2026-02"]
+    assert logged(tx, files)["article_id"].to_list() == [f"a{i}" for i in range(40)]
+
+
+def test_appended_rows_rewrite_only_the_segments_they_fall_in_after_the_stored_rows(
+    tx: RunTransaction,
+) -> None:
+    first = append_segments(tx, RAW_NEWS, "crypto", {}, articles(date(2025, 6, 1), 300), PUBLISHED)
+    late = articles(date(2026, 3, 20), 2, prefix="n")
+    second = append_segments(tx, RAW_NEWS, "crypto", first, late, PUBLISHED)
+    changed = [key for key in second if second[key] != first.get(key)]
+    assert changed == ["crypto/2026-03"]
+    march = scan(tx.store.storage, [second["crypto/2026-03"]], RAW_NEWS).collect()
+    stored = scan(tx.store.storage, [first["crypto/2026-03"]], RAW_NEWS).collect()
+    assert march["article_id"].to_list() == [*stored["article_id"], "n0", "n1"]
+
+
+def test_nothing_appended_keeps_every_file(tx: RunTransaction) -> None:
+    first = append_segments(tx, RAW_NEWS, "crypto", {}, articles(date(2026, 1, 1), 60), PUBLISHED)
+    assert append_segments(tx, RAW_NEWS, "crypto", first, RAW_NEWS.empty(), PUBLISHED) == first
+
+
+def test_a_new_year_merges_the_months_of_the_closed_one_into_its_file(tx: RunTransaction) -> None:
+    first = append_segments(tx, RAW_NEWS, "crypto", {}, articles(date(2025, 11, 20), 30), PUBLISHED)
+    assert sorted(first) == ["crypto/2025-11", "crypto/2025-12"]
+    new_year = articles(date(2026, 1, 2), 1, prefix="n")
+    second = append_segments(tx, RAW_NEWS, "crypto", first, new_year, PUBLISHED)
+    assert sorted(second) == ["crypto/2025", "crypto/2026-01"]
+    assert logged(tx, second)["article_id"].to_list() == [*(f"a{i}" for i in range(30)), "n0"]
+
+
+def test_a_single_unsegmented_file_is_split_into_segments_once(tx: RunTransaction) -> None:
+    """The layout before segments: one file per market, keyed by the market alone."""
+    legacy = {"crypto": tx.write_file(RAW_NEWS, "crypto", articles(date(2025, 12, 1), 45))}
+    new = articles(date(2026, 1, 20), 1, prefix="n")
+    files = append_segments(tx, RAW_NEWS, "crypto", legacy, new, PUBLISHED)
+    assert sorted(files) == ["crypto/2025", "crypto/2026-01"]
+    assert logged(tx, files)["article_id"].to_list() == [*(f"a{i}" for i in range(45)), "n0"]
+
+
+def test_everything_replaces_the_stored_segments(tx: RunTransaction) -> None:
+    first = append_segments(tx, RAW_NEWS, "crypto", {}, articles(date(2025, 6, 1), 300), PUBLISHED)
+    again = articles(date(2026, 2, 1), 3, prefix="n")
+    files = append_segments(tx, RAW_NEWS, "crypto", first, again, PUBLISHED, everything=True)
+    assert sorted(files) == ["crypto/2026-02"]
+    assert logged(tx, files)["article_id"].to_list() == ["n0", "n1", "n2"]
