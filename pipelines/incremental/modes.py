@@ -13,6 +13,8 @@ FULL = "full"
 UNCHANGED = "unchanged"
 REMOVED = "removed"
 MODES = (APPEND, FULL, UNCHANGED, REMOVED)
+STATE_COLUMNS = ("symbol", "code_version", "history_id", "last_date", "bars")
+"""What the modes read of a domain's state rows (every state table has them)."""
 
 
 def code_version(*modules: ModuleType) -> str:
@@ -31,7 +33,7 @@ def symbol_modes(
     `bars` (null unless appending: the new bars are those dated after `last_date`).
 
     `prices` holds price_state rows (symbol, last_date, history_id), `state` the domain's state
-    rows (symbol, code_version, history_id, last_date, bars).
+    rows (STATE_COLUMNS at least).
     """
     known = state.select(
         "symbol",

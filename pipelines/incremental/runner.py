@@ -12,7 +12,7 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, PartitionFile, Table
 from pipelines.catalog.state import PRICE_STATE
-from pipelines.incremental.modes import MODES, UNCHANGED, symbol_modes
+from pipelines.incremental.modes import MODES, STATE_COLUMNS, UNCHANGED, symbol_modes
 from pipelines.incremental.shards import Shard
 from pipelines.incremental.tables import by_shard, read_symbols, scan
 from pipelines.warehouse.staging import RunTransaction
@@ -197,11 +197,15 @@ def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = Fal
     prices = by_shard(tx.partitions(PRICE_STATE.name, market)).get(shard, {})
     own = {t.name: by_shard(tx.partitions(t.name, market)).get(shard, {}) for t in domain.tables}
     price_state = scan(tx.store.storage, prices.values(), PRICE_STATE).collect()
-    state = scan(tx.store.storage, own[domain.state.name].values(), domain.state).collect()
-    modes = symbol_modes(price_state, state, domain.version(), full)
+    stored_state = scan(tx.store.storage, own[domain.state.name].values(), domain.state)
+    # The modes need a few columns; the whole state (24 KB a symbol for the indicators) is read
+    # only for a shard with work: a day with no bar for a market (a weekend's stocks) skips it.
+    known = stored_state.select(STATE_COLUMNS).collect()
+    modes = symbol_modes(price_state, known, domain.version(), full)
     counts = dict(modes.group_by("mode").len().iter_rows())
     if not domain.every_shard and modes.filter(pl.col("mode") != UNCHANGED).is_empty():
         return ShardOutcome(shard, own, counts, kept=True)
+    state = stored_state.collect()
     written = domain.update(ShardWork(tx, shard, modes, price_state, state, own))
     found: dict[tuple[str, str], int] = {}
     offending: dict[tuple[str, str], pl.DataFrame] = {}
