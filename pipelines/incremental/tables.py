@@ -115,6 +115,47 @@ def _segments_of(days: pl.Expr, newest_year: int) -> pl.Expr:
     )
 
 
+Sources = dict[str, list[str]]
+"""Stored segments by the segment they belong to now: the months of a year that has closed since
+they were written belong to that year's file."""
+
+
+def _plan(
+    segments: Iterable[str], rows: pl.DataFrame, day: pl.Expr
+) -> tuple[Sources, pl.DataFrame] | None:
+    """The stored segments' targets, and `rows` tagged with their segment (`_segment`), by the
+    newest year of either; None when there is neither."""
+    years = [int(segment[:4]) for segment in segments]
+    newest_row = rows.select(day.max()).item()
+    if isinstance(newest_row, date):
+        years.append(newest_row.year)
+    if not years:
+        return None
+    newest = max(years)
+    sources: Sources = {}
+    for segment in sorted(segments):
+        sources.setdefault(segment_key(segment_start(segment), newest), []).append(segment)
+    return sources, rows.with_columns(_segment=_segments_of(day, newest))
+
+
+def _touched(sources: Sources, tagged: pl.DataFrame) -> set[str]:
+    """Segments a write must rewrite: those the rows fall in, and those whose months merge."""
+    merged = {target for target, found in sources.items() if found != [target]}
+    return set(tagged["_segment"].unique().to_list()) | merged
+
+
+def _untouched(
+    prefix: str, segments: Mapping[str, PartitionFile], sources: Sources, affected: set[str]
+) -> dict[str, PartitionFile]:
+    """The stored files of the segments a write leaves as they are, by partition key."""
+    return {
+        f"{prefix}/{segment}": segments[segment]
+        for target, found in sources.items()
+        if target not in affected
+        for segment in found
+    }
+
+
 def upsert_series(
     tx: RunTransaction,
     table: Table,
@@ -131,31 +172,15 @@ def upsert_series(
     """
     rows = table.conform(rows)
     segments = {key.rsplit("/", 1)[1]: entry for key, entry in stored.items()}
-    years = [int(segment[:4]) for segment in segments]
-    newest_row = rows["date"].max()
-    if isinstance(newest_row, date):
-        years.append(newest_row.year)
-    if not years:
+    plan = _plan(segments, rows, pl.col("date"))
+    if plan is None:
         return {}
-    newest = max(years)
-    # Stored segments by the segment they belong to now (the months of a year that has closed
-    # since they were written are merged into that year's file).
-    sources: dict[str, list[str]] = {}
-    for segment in segments:
-        sources.setdefault(segment_key(segment_start(segment), newest), []).append(segment)
-    tagged = rows.with_columns(_segment=_segments_of(pl.col("date"), newest))
+    sources, tagged = plan
     first_cut = min(cutoffs.values(), default=None)
-    affected = set(tagged["_segment"].unique().to_list()) | {
-        target
-        for target, found in sources.items()
-        if found != [target] or (first_cut is not None and first_cut <= segment_end(target))
+    affected = _touched(sources, tagged) | {
+        target for target in sources if first_cut is not None and first_cut <= segment_end(target)
     }
-    out = {
-        f"{shard.key}/{segment}": segments[segment]
-        for target, found in sources.items()
-        if target not in affected
-        for segment in found
-    }
+    out = _untouched(shard.key, segments, sources, affected)
     cut = pl.DataFrame(
         {"symbol": list(cutoffs), "_cutoff": list(cutoffs.values())},
         schema={"symbol": pl.String, "_cutoff": pl.Date},
@@ -198,25 +223,12 @@ def append_segments(
         legacy = scan(tx.store.storage, stored.values(), table).collect()
         return append_segments(tx, table, market, {}, pl.concat([legacy, rows]), day, True)
     segments = {} if everything else {key.split("/", 1)[1]: f for key, f in stored.items()}
-    years = [int(segment[:4]) for segment in segments]
-    newest_row = rows.select(day.max()).item()
-    if isinstance(newest_row, date):
-        years.append(newest_row.year)
-    if not years:
+    plan = _plan(segments, rows, day)
+    if plan is None:
         return {}
-    newest = max(years)
-    sources: dict[str, list[str]] = {}
-    for segment in sorted(segments):
-        sources.setdefault(segment_key(segment_start(segment), newest), []).append(segment)
-    tagged = rows.with_columns(_segment=_segments_of(day, newest))
-    merged = {target for target, found in sources.items() if found != [target]}
-    affected = set(tagged["_segment"].unique().to_list()) | merged
-    out = {
-        f"{market}/{segment}": segments[segment]
-        for target, found in sources.items()
-        if target not in affected
-        for segment in found
-    }
+    sources, tagged = plan
+    affected = _touched(sources, tagged)
+    out = _untouched(market, segments, sources, affected)
     for target in sorted(affected):
         kept = scan(tx.store.storage, [segments[s] for s in sources.get(target, [])], table)
         added = tagged.filter(pl.col("_segment") == target).drop("_segment")
