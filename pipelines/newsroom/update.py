@@ -79,7 +79,7 @@ def update_briefs(
     everything = full or not state.equals(BRIEFS_STATE.conform(wanted))
     stored = {} if everything else tx.partitions(BRIEFS.name, market)
     articles = scan(tx.store.storage, tx.partitions(RAW_NEWS.name, market).values(), RAW_NEWS)
-    new = articles.filter(_among(articles, _ids(tx, stored), present=False)).collect()
+    new = articles.filter(_not_among(articles, _ids(tx, stored))).collect()
     enriched = build_briefs(new, instruments, market, enricher)
     briefs = append_segments(tx, BRIEFS, market, stored, enriched, pl.col("date"), everything)
     tx.stage(BRIEFS.name, market, briefs)
@@ -93,7 +93,7 @@ def new_briefs(
     """The market's briefs as this run sees them whose article is not in the files `before`
     (every brief when there are none): the article ids are read first, whole rows only for those."""
     briefs = scan(tx.store.storage, tx.partitions(BRIEFS.name, market).values(), BRIEFS)
-    return briefs.filter(_among(briefs, _ids(tx, before), present=False)).collect()
+    return briefs.filter(_not_among(briefs, _ids(tx, before))).collect()
 
 
 def _ids(tx: RunTransaction, files: Mapping[str, PartitionFile]) -> pl.Series:
@@ -102,14 +102,13 @@ def _ids(tx: RunTransaction, files: Mapping[str, PartitionFile]) -> pl.Series:
     return stored["article_id"]
 
 
-def _among(rows: pl.LazyFrame, known: pl.Series, present: bool) -> pl.Expr:
-    """Rows whose article is (`present`) or is not among `known`, decided on the ids alone: the
-    wanted ids are worked out from the article_id column before any other column is read."""
+def _not_among(rows: pl.LazyFrame, known: pl.Series) -> pl.Expr:
+    """Rows whose article is not among `known`, decided on the ids alone: the wanted ids are
+    worked out from the article_id column before any other column is read."""
     if known.is_empty():
-        return pl.lit(not present)
+        return pl.lit(True)
     ids = rows.select("article_id").collect()["article_id"]
-    wanted = ids.filter(ids.is_in(known.implode()) == present)
-    return pl.col("article_id").is_in(wanted.implode())
+    return pl.col("article_id").is_in(ids.filter(~ids.is_in(known.implode())).implode())
 
 
 def update_sentiment(
