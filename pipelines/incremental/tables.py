@@ -222,7 +222,9 @@ def append_segments(
     if not everything and any(PARTITION_SEPARATOR not in key for key in stored):
         legacy = scan(tx.store.storage, stored.values(), table).collect()
         return append_segments(tx, table, market, {}, pl.concat([legacy, rows]), day, True)
-    segments = {} if everything else {key.split("/", 1)[1]: f for key, f in stored.items()}
+    segments = (
+        {} if everything else {k.split(PARTITION_SEPARATOR, 1)[1]: f for k, f in stored.items()}
+    )
     plan = _plan(segments, rows, day)
     if plan is None:
         return {}
@@ -260,22 +262,22 @@ def read_symbols(
     those (and the order's): a whole history read moves a third less data without the others."""
     wanted = pl.Series(list(symbols), dtype=pl.String)
     keys = sorted(files)
-    covered = bool(since) and set(wanted.to_list()) <= set(since or {})
-    if since and covered:
+    # Every symbol from the same day (a market's calendar, the common case) is read with one date
+    # comparison a row instead of a join on the symbol (0.06 s to 0.035 s on a crypto shard's tail).
+    common: date | None = None
+    if since and set(wanted.to_list()) <= set(since):
         first = min(since.values())
         keys = [
             k for k in keys if (segment := _segment_of(k)) is None or segment_end(segment) >= first
         ]
+        common = first if first == max(since.values()) else None
     entries = [files[k] for k in keys]
     frame = scan(storage, entries, table)
     if columns is not None:
         frame = frame.select(list(dict.fromkeys([*order(table), *columns])))
     frame = frame.filter(pl.col("symbol").is_in(wanted.implode()))
-    days = set(since.values()) if since else set()
-    if covered and len(days) == 1:
-        # Every symbol from the same day (a market's calendar, the common case): one comparison
-        # per row instead of a join on the symbol (0.06 s to 0.035 s on a crypto shard's tail).
-        frame = frame.filter(pl.col("date") >= days.pop())
+    if common is not None:
+        frame = frame.filter(pl.col("date") >= common)
     elif since:
         cut = pl.DataFrame(
             {"symbol": list(since), "_since": list(since.values())},

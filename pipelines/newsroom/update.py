@@ -79,7 +79,7 @@ def update_briefs(
     everything = full or not state.equals(BRIEFS_STATE.conform(wanted))
     stored = {} if everything else tx.partitions(BRIEFS.name, market)
     articles = scan(tx.store.storage, tx.partitions(RAW_NEWS.name, market).values(), RAW_NEWS)
-    new = articles.filter(_not_among(articles, _ids(tx, stored))).collect()
+    new = articles.filter(_not_among(_ids(tx, stored))).collect()
     enriched = build_briefs(new, instruments, market, enricher)
     briefs = append_segments(tx, BRIEFS, market, stored, enriched, pl.col("date"), everything)
     tx.stage(BRIEFS.name, market, briefs)
@@ -91,9 +91,9 @@ def new_briefs(
     tx: RunTransaction, market: str, before: Mapping[str, PartitionFile]
 ) -> pl.DataFrame:
     """The market's briefs as this run sees them whose article is not in the files `before`
-    (every brief when there are none): the article ids are read first, whole rows only for those."""
+    (every brief when there are none)."""
     briefs = scan(tx.store.storage, tx.partitions(BRIEFS.name, market).values(), BRIEFS)
-    return briefs.filter(_not_among(briefs, _ids(tx, before))).collect()
+    return briefs.filter(_not_among(_ids(tx, before))).collect()
 
 
 def _ids(tx: RunTransaction, files: Mapping[str, PartitionFile]) -> pl.Series:
@@ -102,13 +102,10 @@ def _ids(tx: RunTransaction, files: Mapping[str, PartitionFile]) -> pl.Series:
     return stored["article_id"]
 
 
-def _not_among(rows: pl.LazyFrame, known: pl.Series) -> pl.Expr:
-    """Rows whose article is not among `known`, decided on the ids alone: the wanted ids are
-    worked out from the article_id column before any other column is read."""
-    if known.is_empty():
-        return pl.lit(True)
-    ids = rows.select("article_id").collect()["article_id"]
-    return pl.col("article_id").is_in(ids.filter(~ids.is_in(known.implode())).implode())
+def _not_among(known: pl.Series) -> pl.Expr:
+    """Rows whose article is not among `known`: a predicate the Parquet reader applies to the
+    article_id column before it decodes the others, so whole rows are read for those only."""
+    return ~pl.col("article_id").is_in(known.implode())
 
 
 def update_sentiment(

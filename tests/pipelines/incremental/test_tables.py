@@ -300,3 +300,14 @@ def test_everything_replaces_the_stored_segments(tx: RunTransaction) -> None:
     files = append_segments(tx, RAW_NEWS, "crypto", first, again, PUBLISHED, everything=True)
     assert sorted(files) == ["crypto/2026-02"]
     assert logged(tx, files)["article_id"].to_list() == ["n0", "n1", "n2"]
+
+
+def test_a_log_row_without_its_day_is_refused_and_nothing_is_written(tx: RunTransaction) -> None:
+    first = append_segments(tx, RAW_NEWS, "crypto", {}, articles(date(2026, 1, 1), 3), PUBLISHED)
+    undated = articles(date(2026, 1, 5), 1, prefix="n").with_columns(
+        published_at=pl.lit(None, RAW_NEWS.schema["published_at"])
+    )
+    with pytest.raises(ValueError, match="published_at"):
+        append_segments(tx, RAW_NEWS, "crypto", first, undated, PUBLISHED)
+    written = sorted(p.name for p in (tx.store.root / "raw_news").rglob("*.parquet"))
+    assert len(written) == len(first)
