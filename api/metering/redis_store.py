@@ -91,9 +91,11 @@ local function balance(monthly, daily, base_used, packs, day_used)
   if monthly < 0 then return {-1, -1, -1, -1} end
   return {monthly, daily, math.max(0, monthly - base_used) + packs, math.max(0, daily - day_used)}
 end
--- A ledger entry's id (the ms of `now`, then Redis's sequence) and time, formatted once per call.
+-- A ledger entry's id (the ms of `now`, then Redis's sequence) and time, and `now` exactly (as
+-- Redis itself writes a number: a rate window's entry), formatted once per call.
 local function stamp_of(now)
-  return {string.format('%d-*', math.floor(now * 1000)), string.format('%.6f', now)}
+  return {string.format('%d-*', math.floor(now * 1000)), string.format('%.6f', now),
+    string.format('%.17g', now)}
 end
 local function ledger(key, stamp, kind, route, status, tokens, base, packs)
   redis.call('XADD', key, stamp[1], 'kind', kind, 'route', route, 'status', status,
@@ -117,6 +119,28 @@ end
 BATCH = (
     _LUA_COMMON
     + """
+-- A key's rate window is a list of its admits' times, oldest first: the clock never goes back, so
+-- appending keeps it in order, and an admit is one RPUSH, where a sorted set's ZADD took a third
+-- of the script's time in Redis (docs/metering.md).
+local function window_length(rate, window)
+  local n = redis.pcall('LLEN', rate)
+  if type(n) == 'number' then return n end
+  -- The earlier layout's sorted set (each admit's time its score) becomes the same times, in order.
+  local old = redis.call('ZRANGE', rate, 0, -1, 'WITHSCORES')
+  redis.call('DEL', rate)
+  for j = 2, #old, 2 do redis.call('RPUSH', rate, string.format('%.17g', tonumber(old[j]))) end
+  if #old > 0 then redis.call('PEXPIRE', rate, math.ceil(window * 1000) + 1000) end
+  return #old / 2
+end
+
+-- Drop the window's admits at or before `cutoff` (a prefix of the list).
+local function trim_window(rate, cutoff)
+  local times = redis.call('LRANGE', rate, 0, -1)
+  local old = 0
+  while old < #times and tonumber(times[old + 1]) <= cutoff do old = old + 1 end
+  if old > 0 then redis.call('LTRIM', rate, old, -1) end
+end
+
 local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limited, monthly, daily,
     per_window, window, concurrent, timeout)
   local a = read_account(acct)
@@ -127,13 +151,13 @@ local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limit
     return string.format('%s %d %d %d %d %d', outcome, wait, b[1], b[2], b[3], b[4])
   end
   if limited then
-    -- A set holds the admits of the window and possibly older ones, never more than the limit
-    -- plus one: it is trimmed only when it is full, since a set below the limit admits anyway.
-    if redis.call('ZCARD', rate) >= per_window then
-      redis.call('ZREMRANGEBYSCORE', rate, '-inf', now - window)
-      if redis.call('ZCARD', rate) >= per_window then
-        local oldest = redis.call('ZRANGE', rate, 0, 0, 'WITHSCORES')
-        return refuse('rate_limited', math.max(1, math.ceil(tonumber(oldest[2]) + window - now)))
+    -- The window holds the admits of the last `window` seconds and possibly older ones, never
+    -- more than the limit: it is trimmed only when full, since one below the limit admits anyway.
+    if window_length(rate, window) >= per_window then
+      trim_window(rate, now - window)
+      if redis.call('LLEN', rate) >= per_window then
+        local oldest = tonumber(redis.call('LINDEX', rate, 0))
+        return refuse('rate_limited', math.max(1, math.ceil(oldest + window - now)))
       end
     end
     if redis.call('ZCARD', conc) >= concurrent then
@@ -154,7 +178,7 @@ local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limit
     from_packs = cost - from_base
   end
   if limited then
-    redis.call('ZADD', rate, now, slot)
+    redis.call('RPUSH', rate, stamp[3])
     redis.call('PEXPIRE', rate, math.ceil(window * 1000) + 1000)
     redis.call('ZADD', conc, now + timeout, slot)
     redis.call('PEXPIRE', conc, math.ceil(timeout * 1000) + 1000)
@@ -446,7 +470,7 @@ def _split_prefix(url: str) -> tuple[str, str]:
 
 
 class RedisMeteringStore(MeteringStore):
-    """Keys live under one prefix: `acct:<id>` hash, `rate:<id>` and `conc:<id>` sorted sets,
+    """Keys live under one prefix: `acct:<id>` hash, `rate:<id>` list, `conc:<id>` sorted set,
     `ledger:<id>` stream, `keys` set, `clock`."""
 
     def __init__(self, url: str, config: MeteringConfig, clock: Clock | None = None) -> None:
