@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -443,6 +444,22 @@ def _split_reply(reply: str) -> list[str]:
     return reply.split()
 
 
+def _admission(key_id: str, route: str, slot: str, cost: int, reply: str) -> Admission:
+    """An admit step's reply: its outcome, the balance and, admitted, the charge."""
+    parts = _split_reply(reply)
+    try:
+        outcome = Outcome(parts[0])
+        if outcome is Outcome.UNAUTHORIZED:
+            return Admission(outcome)
+        balance = Balance(int(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
+        if outcome is not Outcome.ADMITTED:
+            return Admission(outcome, balance, retry_after=int(parts[1]))
+        charge = Charge(key_id, route, slot, cost, int(parts[6]), int(parts[7]), float(parts[8]))
+    except (ValueError, IndexError) as exc:  # not a reply of this script: fail closed
+        raise MeteringUnavailableError(f"metering store: an admit reply {reply!r}") from exc
+    return Admission(outcome, balance, charge)
+
+
 def _recorded(reply: str) -> Balance | None:
     """A record step's reply: None when the key was revoked (nothing was recorded)."""
     return None if _split_reply(reply)[0] == Outcome.UNAUTHORIZED else UNLIMITED_BALANCE
@@ -591,26 +608,22 @@ class RedisMeteringStore(MeteringStore):
     async def _draw(self, account: Account, route: str, cost: int) -> Admission:
         return await self.admit(account, route, cost, limits=False)
 
-    async def admit(
+    def admit(
         self, account: Account, route: str, cost: int, *, limits: bool = True
-    ) -> Admission:
+    ) -> asyncio.Future[Admission]:
         """The BATCH script's admit step; without `limits` (an `extend`) it checks no rate or
-        connection limit and takes no slot, as for a plan without limits."""
+        connection limit and takes no slot, as for a plan without limits. A plain function, as
+        `record`: the request awaits its step's future, read into an `Admission` as the batch's
+        reply is parsed (no coroutine of its own)."""
         plan = self.config.plan(account.plan)
         slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
         limited = "1" if plan.limited and limits else "0"
         args = ["a", str(cost), route, slot, limited, *self._plan_args(plan)]
-        reply = await self._step(account.key_id, args)
-        outcome = Outcome(reply[0])
-        if outcome is Outcome.UNAUTHORIZED:
-            return Admission(outcome)
-        balance = Balance(int(reply[2]), int(reply[3]), int(reply[4]), int(reply[5]))
-        if outcome is not Outcome.ADMITTED:
-            return Admission(outcome, balance, retry_after=int(reply[1]))
-        charge = Charge(
-            account.key_id, route, slot, cost, int(reply[6]), int(reply[7]), float(reply[8])
+        future = self._queue(
+            account.key_id, args, partial(_admission, account.key_id, route, slot, cost)
         )
-        return Admission(outcome, balance, charge)
+        assert future is not None
+        return future
 
     async def settle(
         self, charge: Charge, status: int, final: int | None = None

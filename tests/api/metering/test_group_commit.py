@@ -8,7 +8,7 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -244,6 +244,11 @@ async def test_sqlite_a_group_that_cannot_commit_serves_nobody(
 # -- Redis: one BATCH script call per group -------------------------------------------------------
 
 
+async def awaited(step: Callable[[], Awaitable[Any]]) -> Any:
+    """`step()` awaited in a task of its own: steps gathered this way queue in the order given."""
+    return await step()
+
+
 def redis_store(redis_prefix: str, config: MeteringConfig, clock: FakeClock) -> RedisMeteringStore:
     store = open_store(f"{REDIS_URL}?prefix={redis_prefix}", config, clock)
     assert isinstance(store, RedisMeteringStore)
@@ -361,6 +366,16 @@ async def test_redis_a_step_that_raises_in_the_batch_fails_alone(
         assert [(e.kind, e.tokens) for e in entries] == [("charge", 1)] * 2
     finally:
         await store.close()
+
+
+def test_redis_an_admit_reply_the_script_does_not_write_fails_closed() -> None:
+    """An admit's reply is read as it is parsed; one that is not the script's (a bug, another
+    script under the same name) fails its request with the store's 503, never a half-read charge."""
+    read = redis_store_module._admission
+    assert read("k", "ping", "slot", 1, "admitted 0 10 5 9 4 1 0 1.5").charge is not None
+    for reply in ("admitted 0 10 5", "admitted 0 ten 5 9 4 1 0 1.5", "maybe 0 10 5 9 4"):
+        with pytest.raises(MeteringUnavailableError, match="an admit reply"):
+            read("k", "ping", "slot", 1, reply)
 
 
 async def test_redis_a_record_step_that_raises_fails_alone_through_its_own_future(
@@ -532,8 +547,8 @@ async def test_redis_a_batch_of_two_keys_admits_and_settles_leaves_what_one_at_a
             await store.topup(second.key_id, 10)
 
             async def run(steps: list[Any], together: bool) -> list[Any]:
-                if together:
-                    return list(await asyncio.gather(*(step() for step in steps)))
+                if together:  # each step a task of its own, queued in order as the tasks start
+                    return list(await asyncio.gather(*(awaited(step) for step in steps)))
                 return [await step() for step in steps]
 
             together = store is batched
