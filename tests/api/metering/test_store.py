@@ -434,6 +434,24 @@ async def test_a_redis_rate_window_of_the_earlier_layout_still_counts_and_become
         await store.close()
 
 
+async def test_a_redis_rate_window_of_the_earlier_layout_drops_its_admits_older_than_a_minute(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """A full window of the earlier layout whose admits are all over 60 s old refuses nothing: the
+    converted list is trimmed like any window, and only the new admit stays."""
+    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}", config, clock)
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        account = await new_account(store, "quant")
+        window = f"{redis_prefix}rate:{account.key_id}"
+        await client.zadd(window, {f"old-{i}": clock() - 90 + i / 100 for i in range(300)})
+        await charged(store, account, 1)
+        assert await client.llen(window) == 1
+    finally:
+        await client.aclose()
+        await store.close()
+
+
 async def test_11th_in_flight_request_gets_429(store: MeteringStore, clock: FakeClock) -> None:
     account = await new_account(store)
     in_flight = [await store.admit(account, "ping", 1) for _ in range(10)]
