@@ -347,10 +347,12 @@ class _Batch:
     """
 
     __slots__ = (
+        "arg_count",
         "args",
         "converters",
         "futures",
         "groups",
+        "key_count",
         "keys",
         "packed",
         "pipeline",
@@ -361,9 +363,13 @@ class _Batch:
     def __init__(self, store: RedisMeteringStore, pipeline: RespPipeline) -> None:
         self.store = store
         self.pipeline = pipeline
-        self.keys = [store._key("clock")]
+        # KEYS and the steps' ARGV, each element already in RESP (`_bulk`): a key's names and a
+        # route, a plan's budget or a status are packed once per process, not once per step.
+        self.keys: list[bytes] = [store._packed_clock]
+        self.key_count = 1
         self.groups: dict[str, int] = {}  # key id -> index (1-based) of its keys in KEYS
-        self.args: list[str] = []
+        self.args: list[bytes] = []
+        self.arg_count = 0
         self.futures: list[asyncio.Future[Any] | None] = []  # None: a release (not awaited)
         # What each step's future is given: its reply as it came (None), or that reply read by
         # this function (which raises MeteringUnavailableError for a step that failed).
@@ -377,18 +383,17 @@ class _Batch:
         store = self.store
         if store._batch is self:
             store._batch = None
-        limits = store.config.limits
-        self.packed = _pack(
+        # EVALSHA, its sha, the number of keys, the keys, then the call's five arguments (the
+        # clock override and the limits) and the steps'.
+        parts = 3 + self.key_count + 5 + self.arg_count
+        self.packed = b"".join(
             [
-                "EVALSHA",
-                store._batch_script.sha,
-                str(len(self.keys)),
+                b"*%d\r\n" % parts,
+                store._packed_evalsha,
+                _bulk(str(self.key_count)),
                 *self.keys,
-                store._override(),
-                str(limits.requests_per_window),
-                str(limits.window_seconds),
-                str(limits.concurrent),
-                str(limits.request_timeout_seconds),
+                _bulk(store._override()),
+                store._packed_limits,
                 *self.args,
             ]
         )
@@ -465,16 +470,25 @@ def _recorded(reply: str) -> Balance | None:
     return None if _split_reply(reply)[0] == Outcome.UNAUTHORIZED else UNLIMITED_BALANCE
 
 
+def _bulk(part: str) -> bytes:
+    """One argument of a command in RESP: its length in bytes, then its bytes."""
+    data = part.encode()
+    return b"$%d\r\n%b\r\n" % (len(data), data)
+
+
+_ADMIT, _SETTLE, _FREE, _RECORD = (_bulk(kind) for kind in ("a", "s", "f", "r"))
+"""The BATCH script's step kinds, in RESP."""
+_ZERO, _ONE = _bulk("0"), _bulk("1")
+_INDEXES = tuple(_bulk(str(index)) for index in range(4 * 256 + 2))
+"""A step's index of its key's names in KEYS (1-based, the clock's first), in RESP: every index of
+a call of up to 256 keys."""
+PACKED_SIZE = 65_536
+"""Keys' names (and repeated arguments) a process keeps packed before it drops them all."""
+
+
 def _pack(parts: list[str]) -> bytes:
     """One command in RESP (what redis-py's pack_command does, without its per-argument cost)."""
-    text = "".join([f"${len(part)}\r\n{part}\r\n" for part in parts])
-    if text.isascii():  # then a character is a byte: the lengths above are the byte lengths
-        return f"*{len(parts)}\r\n{text}".encode()
-    out = [b"*%d\r\n" % len(parts)]
-    for part in parts:
-        data = part.encode()
-        out.append(b"$%d\r\n%b\r\n" % (len(data), data))
-    return b"".join(out)
+    return b"*%d\r\n%b" % (len(parts), b"".join([_bulk(part) for part in parts]))
 
 
 def _split_prefix(url: str) -> tuple[str, str]:
@@ -509,6 +523,22 @@ class RedisMeteringStore(MeteringStore):
         self._target = Target.from_url(client_url)
         self._pipeline: RespPipeline | None = None
         self._batch_script = _Script.of(BATCH)
+        self._evalsha = ("", b"")  # (the sha, EVALSHA and the sha in RESP): `_packed_evalsha`
+        limits = config.limits
+        self._packed_clock = _bulk(self._key("clock"))
+        self._packed_limits = b"".join(
+            _bulk(str(limit))
+            for limit in (
+                limits.requests_per_window,
+                limits.window_seconds,
+                limits.concurrent,
+                limits.request_timeout_seconds,
+            )
+        )
+        # A key's four names in RESP, and repeated arguments (routes, statuses, costs, budgets),
+        # each packed once: per customer step they were most of the client's packing work.
+        self._packed_names: dict[str, bytes] = {}
+        self._packed_args: dict[str, bytes] = {}
         self._batch: _Batch | None = None  # the group being queued in this loop iteration
         self._in_flight: set[_Batch] = set()  # sent, reply pending
         self._slot_prefix = secrets.token_hex(8)
@@ -520,6 +550,35 @@ class RedisMeteringStore(MeteringStore):
 
     def _key(self, kind: str, key_id: str = "") -> str:
         return f"{self.prefix}{kind}:{key_id}" if key_id else f"{self.prefix}{kind}"
+
+    @property
+    def _packed_evalsha(self) -> bytes:
+        """EVALSHA and the BATCH script's sha, in RESP (the script may be replaced: tests, the
+        ceiling app)."""
+        sha = self._batch_script.sha
+        if self._evalsha[0] != sha:
+            self._evalsha = (sha, _bulk("EVALSHA") + _bulk(sha))
+        return self._evalsha[1]
+
+    def _names_of(self, key_id: str) -> bytes:
+        """The key's account, rate window, slots and ledger names, in RESP (KEYS of its steps)."""
+        names = self._packed_names.get(key_id)
+        if names is None:
+            if len(self._packed_names) >= PACKED_SIZE:
+                self._packed_names.clear()
+            names = self._packed_names[key_id] = b"".join(
+                _bulk(self._key(kind, key_id)) for kind in ("acct", "rate", "conc", "ledger")
+            )
+        return names
+
+    def _arg(self, value: str) -> bytes:
+        """A step argument that repeats (a route, a status, a cost, a budget), in RESP."""
+        packed = self._packed_args.get(value)
+        if packed is None:
+            if len(self._packed_args) >= PACKED_SIZE:
+                self._packed_args.clear()
+            packed = self._packed_args[value] = _bulk(value)
+        return packed
 
     def _override(self) -> str:
         return "" if self.clock is None else f"{self.clock():.6f}"
@@ -560,14 +619,15 @@ class RedisMeteringStore(MeteringStore):
     def _queue(
         self,
         key_id: str,
-        args: list[str],
+        kind: bytes,
+        args: list[bytes],
         convert: Callable[[str], Any] | None = None,
         *,
         awaited: bool = True,
     ) -> asyncio.Future[Any] | None:
-        """Queue one step (its kind, then its arguments) in this iteration's group: a future of
-        its reply (read by `convert`, when given) once Redis has run the group's BATCH call (None
-        when not `awaited`: nobody reads its reply)."""
+        """Queue one step (its kind, then its arguments, each in RESP) in this iteration's group: a
+        future of its reply (read by `convert`, when given) once Redis has run the group's BATCH
+        call (None when not `awaited`: nobody reads its reply)."""
         batch = self._batch
         if batch is None or batch.state != "queued" or not batch.pipeline.loop.is_running():
             # The running loop is asked once per group (it costs a `getpid` system call); a group
@@ -577,26 +637,28 @@ class RedisMeteringStore(MeteringStore):
         pipeline = batch.pipeline
         keys = batch.groups.get(key_id)
         if keys is None:
-            keys = batch.groups[key_id] = len(batch.keys) + 1
-            batch.keys += [self._key(kind, key_id) for kind in ("acct", "rate", "conc", "ledger")]
+            keys = batch.groups[key_id] = batch.key_count + 1
+            batch.keys.append(self._names_of(key_id))
+            batch.key_count += 4
         future: asyncio.Future[Any] | None = pipeline.loop.create_future() if awaited else None
         batch.futures.append(future)
         batch.converters.append(convert)
-        batch.args.append(args[0])
-        batch.args.append(str(keys))
-        batch.args += args[1:]
+        batch.args.append(kind)
+        batch.args.append(_INDEXES[keys] if keys < len(_INDEXES) else _bulk(str(keys)))
+        batch.args += args
+        batch.arg_count += 2 + len(args)
         return future
 
-    async def _step(self, key_id: str, args: list[str]) -> list[str]:
+    async def _step(self, key_id: str, kind: bytes, args: list[bytes]) -> list[str]:
         """One admit or settle in this iteration's group: its reply, split."""
-        future = self._queue(key_id, args)
+        future = self._queue(key_id, kind, args)
         assert future is not None
         return _split_reply(await future)
 
-    def _plan_args(self, plan: Plan) -> list[str]:
+    def _plan_args(self, plan: Plan) -> list[bytes]:
         if plan.monthly_budget is None or plan.daily_cap is None:
-            return ["-1", "-1"]
-        return [str(plan.monthly_budget), str(plan.daily_cap)]
+            return [self._arg("-1"), self._arg("-1")]
+        return [self._arg(str(plan.monthly_budget)), self._arg(str(plan.daily_cap))]
 
     async def _lookup(self, key_id: str) -> tuple[str, str, bool] | None:
         fields = await self._call(
@@ -617,10 +679,11 @@ class RedisMeteringStore(MeteringStore):
         reply is parsed (no coroutine of its own)."""
         plan = self.config.plan(account.plan)
         slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
-        limited = "1" if plan.limited and limits else "0"
-        args = ["a", str(cost), route, slot, limited, *self._plan_args(plan)]
+        limited = _ONE if plan.limited and limits else _ZERO
+        arg = self._arg
+        args = [arg(str(cost)), arg(route), _bulk(slot), limited, *self._plan_args(plan)]
         future = self._queue(
-            account.key_id, args, partial(_admission, account.key_id, route, slot, cost)
+            account.key_id, _ADMIT, args, partial(_admission, account.key_id, route, slot, cost)
         )
         assert future is not None
         return future
@@ -631,22 +694,23 @@ class RedisMeteringStore(MeteringStore):
         net = net_cost(status, charge.tokens, final)
         credit_packs, credit_base = split_credit(charge, net)
         plan = self.config.plan(await self._plan_of(charge.key_id))
-        args = ["s", charge.slot_id, charge.route, str(status), str(credit_packs), str(credit_base)]
-        args += [f"{charge.ts:.6f}", *self._plan_args(plan)]
-        reply = await self._step(charge.key_id, args)
+        arg = self._arg
+        args = [_bulk(charge.slot_id), arg(charge.route), arg(str(status))]
+        args += [arg(str(credit_packs)), arg(str(credit_base)), _bulk(f"{charge.ts:.6f}")]
+        reply = await self._step(charge.key_id, _SETTLE, [*args, *self._plan_args(plan)])
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
 
     def release(self, charge: Charge, status: int) -> None:
         # The script's free step: the settle with nothing to credit, which reads no account.
-        args = ["f", charge.slot_id, charge.route, str(status)]
-        self._queue(charge.key_id, args, awaited=False)
+        args = [_bulk(charge.slot_id), self._arg(charge.route), self._arg(str(status))]
+        self._queue(charge.key_id, _FREE, args, awaited=False)
 
     def record(
         self, account: Account, route: str, status: int, tokens: int
     ) -> asyncio.Future[Balance | None]:
         # A plain function: the request awaits its batch's future itself (no coroutine).
-        args = ["r", route, str(status), str(tokens)]
-        future = self._queue(account.key_id, args, _recorded)
+        args = [self._arg(route), self._arg(str(status)), self._arg(str(tokens))]
+        future = self._queue(account.key_id, _RECORD, args, _recorded)
         assert future is not None
         return future
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import redis
 
 from api.metering import redis_store as redis_store_module
 from api.metering import sqlite_store
@@ -28,7 +29,7 @@ from api.metering.model import (
     MeteringUnavailableError,
     Outcome,
 )
-from api.metering.redis_store import BATCH, RedisMeteringStore, _Script
+from api.metering.redis_store import _RECORD, _SETTLE, BATCH, RedisMeteringStore, _bulk, _Script
 from api.metering.resp import RespProtocol
 from api.metering.sqlite_store import SqliteMeteringStore
 from api.metering.store import MeteringStore, open_store
@@ -352,10 +353,10 @@ async def test_redis_a_step_that_raises_in_the_batch_fails_alone(
     store = redis_store(redis_prefix, config, clock)
     try:
         account = await new_account(store, "internal")
-        broken_settle = ["s", "slot", "ping", "200", "not a number", "0", "0", "-1", "-1"]
+        broken_settle = ["slot", "ping", "200", "not a number", "0", "0", "-1", "-1"]
         results = await asyncio.gather(
             store.admit(account, "ping", 1),
-            store._step(account.key_id, broken_settle),
+            store._step(account.key_id, _SETTLE, [_bulk(arg) for arg in broken_settle]),
             admit_again(store, account),
             return_exceptions=True,
         )
@@ -386,10 +387,10 @@ async def test_redis_a_record_step_that_raises_fails_alone_through_its_own_futur
     store = redis_store(redis_prefix, config, clock)
     try:
         account = await new_account(store, "internal")
-        broken = ["r", "ping", "200", "not a number"]
+        broken = [_bulk(arg) for arg in ("ping", "200", "not a number")]
         results = await asyncio.gather(
             store.record(account, "ping", 200, 1),
-            store._queue(account.key_id, broken, redis_store_module._recorded),
+            store._queue(account.key_id, _RECORD, broken, redis_store_module._recorded),
             store.record(account, "ping", 404, 1),
             return_exceptions=True,
         )
@@ -433,6 +434,61 @@ async def test_redis_record_steps_of_one_call_read_each_key_s_revocation_for_tha
         assert len(await store.ledger(live.key_id)) == 2
     finally:
         await store.close()
+
+
+async def test_redis_steps_over_more_keys_than_it_keeps_packed_stay_exact(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key's names and repeated arguments are packed once per process, and dropped all at once
+    past `PACKED_SIZE`: each step still reaches its own key with its own arguments, also across
+    the drops (two kept, five keys, every step of a call queued together)."""
+    monkeypatch.setattr(redis_store_module, "PACKED_SIZE", 2)
+    store = redis_store(redis_prefix, config, clock)
+    try:
+        accounts = [await new_account(store, "sandbox") for _ in range(5)]
+        admissions = await asyncio.gather(
+            *(store.admit(a, f"route-{n}", n + 1) for n, a in enumerate(accounts))
+        )
+        assert len(store._packed_names) <= 2
+        settled = await asyncio.gather(
+            *(store.settle(a.charge, 404 + n) for n, a in enumerate(admissions) if a.charge)
+        )
+        assert [net for net, _ in settled] == [1] * 5  # a 404's net is the minimum charge
+        for n, account in enumerate(accounts):
+            entries = await store.ledger(account.key_id)
+            assert [(e.kind, e.route, e.status, e.tokens) for e in entries] == [
+                ("charge", f"route-{n}", 0, n + 1),
+                ("credit" if n else "settle", f"route-{n}", 404 + n, -n),
+            ]
+    finally:
+        await store.close()
+
+
+async def test_redis_a_prefix_and_route_beyond_ascii_reach_redis_as_written(
+    config: MeteringConfig, clock: FakeClock
+) -> None:
+    """Every part of a call is packed by its length in bytes, so a key prefix or a route holding
+    characters beyond ASCII (several bytes each) reaches Redis as written."""
+    prefix = f"mi:tëst:{uuid.uuid4().hex}:€:"
+    store = redis_store(prefix, config, clock)
+    try:
+        account = await new_account(store, "sandbox")
+        admission = await store.admit(account, "prix-ümlaut-€", 2)
+        assert admission.charge is not None
+        store.release(admission.charge, 200)
+        entries = await store.ledger(account.key_id)  # after the released settle
+        assert [(e.kind, e.route, e.tokens) for e in entries] == [
+            ("charge", "prix-ümlaut-€", 2),
+            ("settle", "prix-ümlaut-€", 0),
+        ]
+        assert await store.client.exists(f"{prefix}acct:{account.key_id}") == 1
+    finally:
+        await store.close()
+        client = redis.Redis.from_url(REDIS_URL)
+        names = list(client.scan_iter(match=f"{prefix}*"))
+        if names:
+            client.delete(*names)
+        client.close()
 
 
 async def admit_again(store: MeteringStore, account: Account) -> Admission:
