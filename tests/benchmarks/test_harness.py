@@ -16,7 +16,7 @@ from litestar.testing import TestClient
 from api.app import asgi_app
 from api.metering.config import load_config
 from api.metering.store import open_store
-from benchmarks import store_steps
+from benchmarks import request_instructions, store_steps
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
 from benchmarks.bare_app import PRICE_BODY_ENV, create_app
@@ -200,6 +200,16 @@ def test_the_store_steps_bench_reports_redis_time_per_customer_request() -> None
     assert cost.wall > 0
     assert cost.server is not None
     assert cost.server > 0
+
+
+def test_the_instruction_count_covers_the_requests_of_customer_keys(embedded_market: Path) -> None:
+    """Under callgrind, counted only around the measured requests (every one answered 200): a
+    customer's request executes tens of thousands of instructions at least; fewer would mean the
+    count missed the requests."""
+    per_request = request_instructions.count(
+        embedded_market, "ceiling", "customers", requests=40, concurrent=4
+    )
+    assert 20_000 < per_request < 10_000_000
 
 
 def test_the_best_round_is_the_fastest_clean_one() -> None:
