@@ -247,7 +247,7 @@ class Warehouse:
 def write_parquet(frame: pl.DataFrame, target: Any) -> None:
     """A warehouse file: zstd at its fastest level. Against zstd's default level, an indicator
     snapshot shard writes in 0.07 s instead of 0.12 s and reads in 0.035 s instead of 0.065 s,
-    for 2% more bytes (docs/benchmarks.md, "Findings")."""
+    for 2% more bytes (docs/benchmarks.md, "Pipeline: where the time goes")."""
     frame.write_parquet(target, compression="zstd", compression_level=1)
 
 
