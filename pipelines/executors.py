@@ -24,8 +24,9 @@ CELERY_QUEUE = "dagster"
 CELERY_CONFIG: dict[str, Any] = {
     # A step is acknowledged only once it has finished: a worker lost in the middle of one (killed,
     # out of memory, its host gone) leaves the task on the queue, and another worker runs it again.
-    # A step's files are new, uniquely named objects and its staging record is replaced whole, so
-    # a second attempt never meets half of the first; nothing is visible before the publish step.
+    # A step's files are new, uniquely named objects and each attempt keeps a staging record of its
+    # own, so a second attempt never meets half of the first, nor hides a table of the first from
+    # a step reading it; nothing is visible before the publish step.
     "task_acks_late": True,
     "task_reject_on_worker_lost": True,
     # One step at a time per worker process: a step's memory is a shard's, never two.

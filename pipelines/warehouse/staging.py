@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import secrets
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -81,6 +83,27 @@ def decode_record(body: bytes) -> list[TableWrite]:
     ]
 
 
+ATTEMPT = "@"
+"""Between a step's name and its attempt's in a staging record's name (`<step>@<attempt>`)."""
+
+
+def record_name(step: str) -> str:
+    """The staging record of one attempt of `step`: its own, never another attempt's.
+
+    An attempt that runs again while an earlier one of the same step is still running (a step
+    redelivered after a broker restart) or after it failed would otherwise replace the earlier
+    attempt's record with its own, partial until it has staged every table: a step reading the
+    run's staged tables in between saw some of them missing. Attempts sort by their start (a
+    nanosecond clock first), so the latest attempt's write of a table is the one read.
+    """
+    return f"{step}{ATTEMPT}{time.time_ns():020d}-{secrets.token_hex(4)}"
+
+
+def step_of_record(name: str) -> str:
+    """The step a staging record's name belongs to (a name without an attempt: the step's)."""
+    return name.rsplit(ATTEMPT, 1)[0]
+
+
 def is_mapped(step: str) -> bool:
     """A step fanned out by a mapping key (`trends_shard[crypto_s0of2]`): its record holds the
     files it wrote and its result, never a staged table, so that a step reading the run's staged
@@ -108,8 +131,11 @@ class RunTransaction:
         self.run_id = run_id
         self.step = step
         self.manifest = store.manifest()
-        # A step that runs again (a retry) starts over: its own earlier record is not an input.
-        records = store.staging_records(run_id, lambda name: not is_mapped(name))
+        self._record_name = record_name(step)
+        # A step that runs again (a retry) starts over: its own earlier records are not inputs.
+        # Another step's attempts come in the order they started: its latest write of a table
+        # is the one read (`_by_key` keeps the last).
+        records = store.staging_records(run_id, lambda name: not is_mapped(step_of_record(name)))
         others = [body for body in records if _step_of(body) != step]
         self._staged = _by_key(w for body in others for w in decode_record(body))
         self._own: dict[tuple[str, str], TableWrite] = {}
@@ -159,25 +185,34 @@ class RunTransaction:
         """The recorded results of the run's other mapped steps whose names start with `prefix`
         (`trends_shard[`), by step name."""
         records = self.store.staging_records(
-            self.run_id, lambda name: is_mapped(name) and name.startswith(prefix)
+            self.run_id,
+            lambda name: is_mapped(step_of_record(name)) and name.startswith(prefix),
         )
-        found = {_step_of(body): json.loads(body).get("result") for body in records}
+        found: dict[str, Any] = {}
+        for body in records:  # attempts in the order they started: the latest result counts
+            result = json.loads(body).get("result")
+            if result is not None:
+                found[_step_of(body)] = result
         return {
             step: result
             for step, result in found.items()
-            if step != self.step and step.startswith(prefix) and result is not None
+            if step != self.step and step.startswith(prefix)
         }
 
     def _record(self) -> None:
         body = encode_record(
             self.run_id, self.step, list(self._own.values()), self._pending, self._result
         )
-        self.store.put_staging(self.run_id, self.step, body)
+        self.store.put_staging(self.run_id, self._record_name, body)
 
     def commit(self) -> Publication:
         """Make every table staged by every step of the run current in one manifest commit."""
-        records = [decode_record(body) for body in self.store.staging_records(self.run_id)]
-        writes = [w for record in records for w in record]
+        # Each step's tables as its latest attempt staged them (attempts in the order they
+        # started; an earlier attempt's table that no later one staged again stays).
+        by_step: dict[str, dict[tuple[str, str], TableWrite]] = {}
+        for body in self.store.staging_records(self.run_id):
+            by_step.setdefault(_step_of(body), {}).update(_by_key(decode_record(body)))
+        writes = [w for staged in by_step.values() for w in staged.values()]
         keys = [(w.table, w.market) for w in writes]
         doubled = sorted({f"{t}/{m}" for t, m in keys if keys.count((t, m)) > 1})
         if doubled:

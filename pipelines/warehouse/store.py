@@ -38,7 +38,8 @@ from pipelines.warehouse.staging import staged_paths
 
 LOCK_NAME = ".lock"
 STAGING_DIR = "_staging"
-"""Runs' staging records: `_staging/<run id>/<step>.json`, naming files not committed yet."""
+"""Runs' staging records: `_staging/<run id>/<step>@<attempt>.json`, naming files not committed
+yet."""
 DEFAULT_GC_GRACE = timedelta(minutes=10)
 STAGING_TTL = timedelta(hours=6)
 """A staging record untouched for this long belongs to a run that died: its files may go."""
@@ -265,8 +266,9 @@ def check_partition(table: Table, partition: str, frame: pl.DataFrame) -> None:
 
 
 def _safe(name: str) -> str:
-    # Brackets stay: a mapped step's record is known by its name (`staging.is_mapped`).
-    return "".join(c if c.isalnum() or c in "-_.[]" else "_" for c in name)
+    # Brackets stay: a mapped step's record is known by its name (`staging.is_mapped`); so does
+    # the `@` before an attempt's id (`staging.record_name`).
+    return "".join(c if c.isalnum() or c in "-_.[]@" else "_" for c in name)
 
 
 def _touch(path: Path) -> None:

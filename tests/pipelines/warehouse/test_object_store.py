@@ -22,7 +22,7 @@ from pipelines.runs import RunOptions, build_publish, single_run
 from pipelines.warehouse.commits import CommitConflictError
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
 from pipelines.warehouse.resource import WarehouseResource
-from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.staging import RunTransaction, is_mapped, step_of_record
 from pipelines.warehouse.store import STAGING_TTL
 from pipelines.warehouse.views import apply_object_views
 from tests.s3 import moto_endpoint, new_bucket
@@ -215,8 +215,8 @@ def test_a_step_on_s3_reads_the_results_of_mapped_steps_only_when_asked(
     warehouse = ObjectWarehouse(location)
     RunTransaction(warehouse, "run-m", "trends_shard[crypto_s0of2]").set_result({"rows": 2})
     _stage(RunTransaction(warehouse, "run-m", "prices"), "crypto", "AAA")
-    mapped = warehouse.staging_records("run-m", lambda name: name.endswith("]"))
-    steps = warehouse.staging_records("run-m", lambda name: not name.endswith("]"))
+    mapped = warehouse.staging_records("run-m", lambda name: is_mapped(step_of_record(name)))
+    steps = warehouse.staging_records("run-m", lambda name: not is_mapped(step_of_record(name)))
     assert [json.loads(body)["step"] for body in mapped] == ["trends_shard[crypto_s0of2]"]
     assert [json.loads(body)["step"] for body in steps] == ["prices"]
     stage = RunTransaction(warehouse, "run-m", "trends_stage")

@@ -84,6 +84,50 @@ def test_a_retried_step_starts_over_instead_of_reading_its_own_earlier_attempt(
     assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["BTC", "ETH"]
 
 
+def symbols_of(warehouse: Warehouse, tx: RunTransaction, market: str) -> list[str]:
+    (entry,) = tx.partitions(INSTRUMENTS.name, market).values()
+    return pl.read_parquet(warehouse.root / entry.path)["symbol"].to_list()
+
+
+def test_a_step_run_again_while_its_first_attempt_runs_hides_no_table_the_first_staged(
+    warehouse: Warehouse,
+) -> None:
+    """A step delivered again (its first attempt finished while the broker was down, so it could
+    not be acknowledged) runs while a later step already reads the first attempt's tables: until
+    the second attempt has staged a table again, the first attempt's stays what the run reads
+    and commits, and a table the second has staged is read from it."""
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "OLD"))
+    first = RunTransaction(warehouse, "run-1", "news_ingestion")
+    second = RunTransaction(warehouse, "run-1", "news_ingestion")  # started before `first` ended
+    stage_instruments(first, "crypto", "BTC")
+    stage_instruments(first, "forex", "EURUSD")
+    stage_instruments(second, "crypto", "BTC", "ETH")  # forex not staged again yet
+    reader = RunTransaction(warehouse, "run-1", "briefs")
+    assert symbols_of(warehouse, reader, "forex") == ["EURUSD"]  # not the committed OLD
+    assert symbols_of(warehouse, reader, "crypto") == ["BTC", "ETH"]
+    RunTransaction(warehouse, "run-1", "publish").commit()
+    assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["BTC", "ETH", "EURUSD"]
+
+
+def test_a_mapped_step_run_again_keeps_the_result_an_attempt_recorded(
+    warehouse: Warehouse,
+) -> None:
+    """The shard results a run's stage step reads: an attempt of a shard step that has not
+    recorded its result yet hides neither the earlier attempt's result nor another shard's."""
+    done = RunTransaction(warehouse, "run-1", "trends_shard[crypto_s0of2]")
+    done.set_result({"rows": 3})
+    RunTransaction(warehouse, "run-1", "trends_shard[crypto_s1of2]").set_result({"rows": 4})
+    again = RunTransaction(warehouse, "run-1", "trends_shard[crypto_s0of2]")
+    again.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))  # no result yet
+    stage = RunTransaction(warehouse, "run-1", "trends_stage")
+    assert stage.results("trends_shard[") == {
+        "trends_shard[crypto_s0of2]": {"rows": 3},
+        "trends_shard[crypto_s1of2]": {"rows": 4},
+    }
+    again.set_result({"rows": 5})
+    assert stage.results("trends_shard[")["trends_shard[crypto_s0of2]"] == {"rows": 5}
+
+
 def test_two_steps_staging_the_same_partition_are_refused(warehouse: Warehouse) -> None:
     stage_instruments(RunTransaction(warehouse, "run-1", "one"), "crypto", "BTC")
     with pytest.raises(ValueError, match="already staged by another step"):
