@@ -44,7 +44,9 @@ CUSTOMER_KEYS_PER_PLAN = 300
 """Keys of each limited plan in the rotation: at 2 x 2,000 requests none nears its limits."""
 _MEASURING = "MI_REQUEST_INSTRUCTIONS_CHILD"
 """Set in the process that valgrind runs (the parent only starts it and reads its count)."""
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]  # fmt: skip
+Receive = Callable[[], Awaitable[Any]]
+Send = Callable[[Any], Awaitable[None]]
+ASGIApp = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 
 
 def metering_url(store: str, scratch: Path, prefix: str) -> str:
@@ -88,7 +90,9 @@ class _Lifespan:
         await self._task
 
 
-def _requester(app: ASGIApp, keys: list[str], statuses: dict[int, int]) -> Callable[[int], Awaitable[None]]:  # fmt: skip
+def _requester(
+    app: ASGIApp, keys: list[str], statuses: dict[int, int]
+) -> Callable[[int], Awaitable[None]]:
     """A loop of `count` list-symbols requests, each with the rotation's next key."""
     path = ROUTES["list-symbols"][0]
     headers = [[(b"authorization", f"Bearer {key}".encode()), (b"host", b"bench")] for key in keys]
@@ -131,16 +135,17 @@ def _collect(on: bool) -> None:
     subprocess.run(command, check=True, capture_output=True)
 
 
-async def measured_requests(store: str, keys: str, requests: int, concurrent: int) -> dict[int, int]:  # fmt: skip
+async def measured_requests(
+    store: str, keys: str, requests: int, concurrent: int
+) -> dict[int, int]:
     """In the process valgrind runs: the warm-up, then `requests` counted; the statuses seen."""
     url = os.environ["MI_METERING_URL"]
-    if keys == "internal":
-        presented = await create_keys(url, ["internal"], 1) if store != "off" else ["none"]
+    if store == "off":  # no store to make keys in: the key sent is never read
+        presented = ["none"]
+    elif keys == "internal":
+        presented = await create_keys(url, ["internal"], 1)
     else:
-        if store == "off":
-            presented = ["none"]
-        else:
-            presented = await create_keys(url, CUSTOMER_PLANS, CUSTOMER_KEYS_PER_PLAN)
+        presented = await create_keys(url, CUSTOMER_PLANS, CUSTOMER_KEYS_PER_PLAN)
     app = make_app(store)
     lifespan = _Lifespan(app)
     await lifespan.start()
@@ -211,6 +216,8 @@ def main() -> None:
     if os.environ.get(_MEASURING):
         _child(args)
         return
+    if args.concurrent < 1 or args.requests < args.concurrent:
+        parser.error("needs at least one task and at least one request a task (--requests)")
     if args.data_dir is None:
         parser.error("--data-dir is required (a materialized warehouse: `mi materialize`)")
     per_request = count(args.data_dir, args.store, args.keys, args.requests, args.concurrent)

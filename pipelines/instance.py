@@ -5,11 +5,11 @@ to disk, for every event it stores; a daily run stores about two hundred events 
 ends, a materialization per table, an evaluation per check), and a materialization or a check
 evaluation is written twice (the run's file and the cross-run index). That was 1.4 s of a daily
 run at 5,000 instruments, a third of a run that has nothing to compute (docs/benchmarks.md,
-"Pipeline: where the time goes"). Here each database file keeps one engine whose connections are reused, and the
-files, in SQLite's WAL mode as Dagster makes them, sync at checkpoints (`synchronous=NORMAL`):
-a crash of the process loses nothing committed; a power cut may lose the last events, never
-corrupt a file. Everything else is Dagster's own storage, on the same files and layout as
-`storage: sqlite`, so an instance switches between the two freely. PostgreSQL
+"Pipeline: where the time goes"). Here each database file keeps one engine whose connections
+are reused, and the files, in SQLite's WAL mode as Dagster makes them, sync at checkpoints
+(`synchronous=NORMAL`): a crash of the process loses nothing committed; a power cut may lose the
+last events, never corrupt a file. Everything else is Dagster's own storage, on the same files
+and layout as `storage: sqlite`, so an instance switches between the two freely. PostgreSQL
 (`MI_DAGSTER_POSTGRES_URL`) is the instance of a deployment that needs more.
 """
 

@@ -212,7 +212,8 @@ class ObjectWarehouse:
         ]
         return list(self._delete(client, orphans))
 
-    # Staging records: `_staging/<run id>/<step>@<attempt>.json` objects (pipelines.warehouse.staging).
+    # Staging records: `_staging/<run id>/<step>@<attempt>.json` objects
+    # (pipelines.warehouse.staging).
 
     def put_staging(self, run_id: str, name: str, body: bytes) -> None:
         self.location.client().put_object(

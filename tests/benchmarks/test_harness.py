@@ -212,6 +212,18 @@ def test_the_instruction_count_covers_the_requests_of_customer_keys(embedded_mar
     assert 20_000 < per_request < 10_000_000
 
 
+@pytest.mark.parametrize("argv", [["--requests", "5", "--concurrent", "10"], ["--concurrent", "0"]])
+def test_the_instruction_count_refuses_fewer_requests_than_tasks(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MI_REQUEST_INSTRUCTIONS_CHILD", raising=False)
+    monkeypatch.setattr("sys.argv", ["request_instructions", "--data-dir", "x", *argv])
+    with pytest.raises(SystemExit) as refused:
+        request_instructions.main()
+    assert refused.value.code == 2
+    assert "at least one request a task" in capsys.readouterr().err
+
+
 def test_the_best_round_is_the_fastest_clean_one() -> None:
     rounds = [_result(requests=100, non2xx=0), _result(300, 5), _result(200, 0)]
     assert best(rounds).requests == 200
