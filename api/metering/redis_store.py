@@ -449,18 +449,22 @@ def _split_reply(reply: str) -> list[str]:
     return reply.split()
 
 
+_OUTCOMES = {outcome.value: outcome for outcome in Outcome}
+"""An admit reply's first word -> its outcome (a dict lookup, cheaper than the enum's call)."""
+
+
 def _admission(key_id: str, route: str, slot: str, cost: int, reply: str) -> Admission:
     """An admit step's reply: its outcome, the balance and, admitted, the charge."""
     parts = _split_reply(reply)
     try:
-        outcome = Outcome(parts[0])
+        outcome = _OUTCOMES[parts[0]]
         if outcome is Outcome.UNAUTHORIZED:
             return Admission(outcome)
         balance = Balance(int(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
         if outcome is not Outcome.ADMITTED:
             return Admission(outcome, balance, retry_after=int(parts[1]))
         charge = Charge(key_id, route, slot, cost, int(parts[6]), int(parts[7]), float(parts[8]))
-    except (ValueError, IndexError) as exc:  # not a reply of this script: fail closed
+    except (KeyError, ValueError, IndexError) as exc:  # not a reply of this script: fail closed
         raise MeteringUnavailableError(f"metering store: an admit reply {reply!r}") from exc
     return Admission(outcome, balance, charge)
 
@@ -474,6 +478,14 @@ def _bulk(part: str) -> bytes:
     """One argument of a command in RESP: its length in bytes, then its bytes."""
     data = part.encode()
     return b"$%d\r\n%b\r\n" % (len(data), data)
+
+
+def _budget_args(plan: Plan) -> tuple[bytes, bytes]:
+    """The BATCH script's budget arguments of a plan: its monthly budget and daily cap, -1 for
+    a plan without a budget."""
+    if plan.monthly_budget is None or plan.daily_cap is None:
+        return (_bulk("-1"), _bulk("-1"))
+    return (_bulk(str(plan.monthly_budget)), _bulk(str(plan.daily_cap)))
 
 
 _ADMIT, _SETTLE, _FREE, _RECORD = (_bulk(kind) for kind in ("a", "s", "f", "r"))
@@ -539,6 +551,8 @@ class RedisMeteringStore(MeteringStore):
         # each packed once: per customer step they were most of the client's packing work.
         self._packed_names: dict[str, bytes] = {}
         self._packed_args: dict[str, bytes] = {}
+        # Per plan: its two budget arguments (-1 for none), packed once.
+        self._packed_budgets = {name: _budget_args(plan) for name, plan in config.plans.items()}
         self._batch: _Batch | None = None  # the group being queued in this loop iteration
         self._in_flight: set[_Batch] = set()  # sent, reply pending
         self._slot_prefix = secrets.token_hex(8)
@@ -655,10 +669,11 @@ class RedisMeteringStore(MeteringStore):
         assert future is not None
         return _split_reply(await future)
 
-    def _plan_args(self, plan: Plan) -> list[bytes]:
-        if plan.monthly_budget is None or plan.daily_cap is None:
-            return [self._arg("-1"), self._arg("-1")]
-        return [self._arg(str(plan.monthly_budget)), self._arg(str(plan.daily_cap))]
+    def _packed_budget(self, plan_name: str) -> tuple[bytes, bytes]:
+        """The plan's monthly budget and daily cap, in RESP (a plan of the config: `plan` raises
+        for any other)."""
+        packed = self._packed_budgets.get(plan_name)
+        return _budget_args(self.config.plan(plan_name)) if packed is None else packed
 
     async def _lookup(self, key_id: str) -> tuple[str, str, bool] | None:
         fields = await self._call(
@@ -681,7 +696,13 @@ class RedisMeteringStore(MeteringStore):
         slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
         limited = _ONE if plan.limited and limits else _ZERO
         arg = self._arg
-        args = [arg(str(cost)), arg(route), _bulk(slot), limited, *self._plan_args(plan)]
+        args = [
+            arg(str(cost)),
+            arg(route),
+            _bulk(slot),
+            limited,
+            *self._packed_budget(account.plan),
+        ]
         future = self._queue(
             account.key_id, _ADMIT, args, partial(_admission, account.key_id, route, slot, cost)
         )
@@ -693,11 +714,11 @@ class RedisMeteringStore(MeteringStore):
     ) -> tuple[int, Balance]:
         net = net_cost(status, charge.tokens, final)
         credit_packs, credit_base = split_credit(charge, net)
-        plan = self.config.plan(await self._plan_of(charge.key_id))
+        budget = self._packed_budget(await self._plan_of(charge.key_id))
         arg = self._arg
         args = [_bulk(charge.slot_id), arg(charge.route), arg(str(status))]
-        args += [arg(str(credit_packs)), arg(str(credit_base)), _bulk(f"{charge.ts:.6f}")]
-        reply = await self._step(charge.key_id, _SETTLE, [*args, *self._plan_args(plan)])
+        args += [arg(str(credit_packs)), arg(str(credit_base)), _bulk(f"{charge.ts:.6f}"), *budget]
+        reply = await self._step(charge.key_id, _SETTLE, args)
         return net, Balance(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]))
 
     def release(self, charge: Charge, status: int) -> None:
