@@ -1,4 +1,4 @@
-"""A Caseless pattern's cheap test never hides a match: `sub`, `search` and `findall` equal `re`'s."""
+"""A Caseless pattern's cheap tests never hide a match: `sub`, `search` and `findall` equal `re`'s."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.newsroom import finance_grammar, lexicon, topics
-from pipelines.newsroom.caseless import Caseless, relaxed
+from pipelines.newsroom.caseless import Caseless, necessary_literals, relaxed
 
 GRAMMAR: list[Caseless] = [
     *(p for p, _ in lexicon.COMPILED_PHRASES),
@@ -50,6 +50,45 @@ def test_relaxed_drops_word_boundaries_and_refuses_what_it_cannot_relax(
 
 def test_every_grammar_and_topic_pattern_has_a_cheap_test() -> None:
     assert [p.pattern.pattern for p in GRAMMAR if p._gate is None] == []
+    assert [p.pattern.pattern for p in GRAMMAR if not p._literals] == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (r"\bshort interest\b", ("short interest",)),
+        (r"\bnew (?:high|low)s?\b", ("new ",)),  # the longest literal run
+        (r"\b(?:beats?|tops) (?:estimates|views)\b", ("estimates", "views")),
+        (r"\b(?:starts?|started|starting)\b", ("start",)),  # "started" holds "start"
+        (r"\b(?:raised|ups)\b", ("raised", "ups")),  # every branch, however short
+        (r"(?:ab)*c|(?:d)+", ("c", "d")),  # a repeat taken at least once needs its body
+        (r"\bX{0,2}\d+", None),  # an optional repeat needs nothing
+        (r"\b(?:cut|\d+)\b", None),  # a branch without a literal: the alternation needs none
+        (r"(?<=%) (?:growth|rise) in", ("growth", "rise")),  # an assertion is not in the match
+        (r"(?!abc)xy", ("xy",)),
+        (r"caf\u00e9 [é]x", ("caf",)),  # a character beyond ASCII ends a run
+        (r"CUT (?-i:[A-Z])", ("cut ",)),  # compared with the lower-cased text
+        (r"\x41pple", ("apple",)),  # a letter written by its code is a letter
+        (r"\w+", None),
+    ],
+)
+def test_necessary_literals_are_what_every_match_holds(
+    source: str, expected: tuple[str, ...] | None
+) -> None:
+    assert necessary_literals(source) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_every_match_of_a_grammar_pattern_holds_one_of_its_literals(data: st.DataObject) -> None:
+    """A text drawn to match a pattern, in any case: one of the pattern's literals is in it,
+    lower-cased (else the `in` test would hide the match)."""
+    target = data.draw(st.sampled_from(GRAMMAR))
+    ascii_text = st.characters(codec="ascii", exclude_categories=("Cc",))
+    text = data.draw(st.from_regex(target.pattern, alphabet=ascii_text, fullmatch=True))
+    literals = necessary_literals(target.pattern.pattern)
+    assert literals is not None
+    assert any(literal in text.lower() for literal in literals)
 
 
 @settings(max_examples=400, deadline=None)
@@ -80,6 +119,10 @@ def test_text_beyond_ascii_goes_to_the_real_search() -> None:
     assert squeeze.sub("shortsqueeze", "a ſhort squeeze") == "a shortsqueeze"
     assert not squeeze.cannot_match("a ſhort squeeze")
     assert squeeze.cannot_match("a long squeeze")
+    # and a pattern's character beyond ASCII (the Kelvin sign) may fold to a letter of the text
+    kelvin = Caseless("\u212aelvin")
+    assert kelvin.search("KELVIN") is not None
+    assert kelvin.search("kelvin") is not None
 
 
 def test_a_finance_sentence_reads_the_same_as_before() -> None:
