@@ -25,6 +25,7 @@ import re
 import re._constants as sre
 import re._parser as sre_parse
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 _CODED = frozenset("xuUN0")
@@ -180,15 +181,29 @@ def _selectivity(literals: frozenset[str]) -> tuple[int, int]:
 
 
 class Caseless:
-    """`re.compile(source, re.IGNORECASE)` whose `sub`, `search` and `findall` run a cheap exact
-    test first."""
+    """`re.compile(source, re.IGNORECASE)` whose `sub`, `search` and `findall` run cheap exact
+    tests first.
+
+    Compiled on first use, not when made: the grammar's hundred patterns are built when their
+    modules are imported, by every `mi` process, and most (a daily run, the API) never read news.
+    """
 
     def __init__(self, source: str) -> None:
-        self.pattern = re.compile(source, re.IGNORECASE)
-        gate = relaxed(source)
-        self._gate = re.compile(gate) if gate is not None else None
+        self.source = source
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source, re.IGNORECASE)
+
+    @cached_property
+    def _gate(self) -> re.Pattern[str] | None:
+        gate = relaxed(self.source)
+        return re.compile(gate) if gate is not None else None
+
+    @cached_property
+    def _literals(self) -> tuple[str, ...] | None:
         # Even two dozen `in` tests cost less than one search (measured on the grammar's patterns)
-        self._literals = necessary_literals(source)
+        return necessary_literals(self.source)
 
     def cannot_match(self, text: str) -> bool:
         """True only when the pattern surely has no match in `text`."""
