@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import re._constants as sre
 import re._parser as sre_parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -207,9 +207,10 @@ class Caseless:
 
     def cannot_match(self, text: str) -> bool:
         """True only when the pattern surely has no match in `text`."""
-        if not text.isascii():
-            return False
-        lowered = text.lower()
+        return text.isascii() and self.misses(text.lower())
+
+    def misses(self, lowered: str) -> bool:
+        """`cannot_match` of an ASCII text, given lower-cased."""
         literals = self._literals
         if literals:
             for literal in literals:
@@ -228,3 +229,19 @@ class Caseless:
 
     def findall(self, text: str) -> list[Any]:
         return [] if self.cannot_match(text) else self.pattern.findall(text)
+
+
+def substitute_each(rules: Iterable[tuple[Caseless, str]], text: str, around: str = "") -> str:
+    """`text` after `pattern.sub(around + word + around, text)` for each rule (pattern, word) in
+    turn, exactly; the text is lower-cased for the cheap tests once, and again only after a rule
+    changed it, instead of once a rule (the phrase rewrites alone run seventy-seven rules over
+    every title and body)."""
+    lowered = text.lower() if text.isascii() else None
+    for pattern, word in rules:
+        if lowered is not None and pattern.misses(lowered):
+            continue
+        changed = pattern.pattern.sub(f"{around}{word}{around}", text)
+        if changed != text:
+            text = changed
+            lowered = text.lower() if text.isascii() else None
+    return text

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from pipelines.newsroom import lexicon
-from pipelines.newsroom.caseless import Caseless
+from pipelines.newsroom.caseless import Caseless, substitute_each
 from pipelines.newsroom.finance_scope import (
     BAD_NEWS,
     GOOD_NEWS,
@@ -358,8 +358,7 @@ def plain_forms(text: str) -> str:
     as `npls`, "hits a 3-month high" as "rises": one form per idea, and no move where a move word
     means none ("make up 3%")."""
     text = _PARTICLE.sub(_particle, _PERCENT.sub(r"\1%", text))
-    for pattern, word in _PLAIN_PHRASES:
-        text = pattern.sub(word, text)
+    text = substitute_each(_PLAIN_PHRASES, text)
     lower = text.lower()
     if any(hint in lower for hint in _EXTREME_HINTS):
         text = _EXTREME.sub(_extreme, text)
@@ -476,9 +475,7 @@ _STANCES: tuple[tuple[Caseless, str], ...] = tuple(
 
 
 def read_ratings(text: str) -> str:
-    for pattern, token in (*_RATINGS, *_STANCES):
-        text = pattern.sub(f" {token} ", text)
-    return text
+    return substitute_each((*_RATINGS, *_STANCES), text, around=" ")
 
 
 _SCALES: dict[str, float] = {
@@ -638,9 +635,7 @@ def _surprise_figure(before: str, after: str) -> int:
 
 def rewrite_phrases(text: str) -> str:
     """Multi-word finance phrases as single lexicon tokens ("record high" -> "recordhigh")."""
-    for pattern, token in lexicon.COMPILED_PHRASES:
-        text = pattern.sub(f" {token} ", text)
-    return text
+    return substitute_each(lexicon.COMPILED_PHRASES, text, around=" ")
 
 
 def read_finance(text: str) -> str:
