@@ -14,9 +14,10 @@ not ASCII, and a pattern with an upper-case letter (`(?-i:[A-Z])` must see the t
 character written as a code (`\\x41`), skip the test and go straight to the real search.
 
 Before that search, a cheaper test still: the literal strings one of which every match must
-contain (`necessary_literals`: "from" for `\\b(?:cut|moved) from\\b`, any of "high" and "low"
-for `\\bnew (?:high|low)s?\\b`), looked for in the lower-cased text with `in`, which costs a
-fraction of a regular expression's search. Most of the grammar's patterns fail it on most texts.
+contain (`necessary_literals`: " from" for `\\b(?:cut|moved) from\\b`, any of "estimates" and
+"views" for `\\b(?:beats?|tops) (?:estimates|views)\\b`), looked for in the lower-cased text with
+`in`, which costs a fraction of a regular expression's search. Most of the grammar's patterns fail
+it on most texts.
 """
 
 from __future__ import annotations
