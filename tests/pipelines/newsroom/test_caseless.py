@@ -77,6 +77,9 @@ def test_every_grammar_and_topic_pattern_has_a_cheap_test() -> None:
         (r"CUT (?-i:[A-Z])", ("cut ",)),  # compared with the lower-cased text
         (r"\x41pple", ("apple",)),  # a letter written by its code is a letter
         (r"\w+", None),
+        (r"(?:a|)b", ("b",)),  # an empty branch needs nothing: the literal after it does
+        (r"(a)\1", ("a",)),  # a back reference ends a run
+        ("", None),  # the empty pattern matches everywhere
     ],
 )
 def test_necessary_literals_are_what_every_match_holds(
