@@ -77,6 +77,9 @@ test: lint typecheck ## lint, type-check and run the whole test suite
 	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: install ## run the benchmarks, print their table, write data/bench/*.json (BENCH_ARGS="--only api")
+	@# wrk loads the api and metering sections; without it their rates are not comparable
+	@command -v wrk >/dev/null || apt-get install -y wrk >/dev/null 2>&1 || \
+		echo "wrk is not installed (apt-get install -y wrk): the load sections fall back to a Python load generator"
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean: ## remove the environment and every generated file under data/
