@@ -1,14 +1,15 @@
 """Instructions per metered request: the whole app in-process, counted by callgrind.
 
 `python -m benchmarks.request_instructions --data-dir DIR [--store S] [--keys internal|customers]
-[--requests N] [--concurrent C]`
+[--requests N] [--concurrent C] [--profile FILE]`
 
 The API app (the production one, or a metering ceiling of `benchmarks.waiting_store_app`) is
 called as an ASGI callable on uvloop by C tasks (default 10), each sending list-symbols requests in
 a loop with the next key of the rotation (`customers`: 300 keys of each limited plan, as the
 metering section loads them; `internal`: the operator's one key). The process runs under
 `valgrind --tool=callgrind` with collection switched on only around N requests (default 2,000)
-after a warm-up of as many, and prints the instructions it executed per request.
+after a warm-up of as many, and prints the instructions it executed per request. `--profile FILE`
+also keeps callgrind's profile of the counted requests, by function (`callgrind_annotate FILE`).
 
 Why instructions: served rates and CPU seconds on this project's two-core machines move by a third
 from one minute to the next (docs/benchmarks.md, "Run-to-run noise"), so a change of 5 to 15% to a
@@ -168,8 +169,16 @@ def _child(args: argparse.Namespace) -> None:
     print(f"statuses {sorted(statuses.items())}", flush=True)
 
 
-def count(data_dir: Path, store: str, keys: str, requests: int, concurrent: int) -> float:
-    """Instructions per request of `store` with `keys` (the parent's side: runs the child)."""
+def count(
+    data_dir: Path,
+    store: str,
+    keys: str,
+    requests: int,
+    concurrent: int,
+    profile: Path | None = None,
+) -> float:
+    """Instructions per request of `store` with `keys` (the parent's side: runs the child);
+    callgrind's profile of the counted requests written to `profile` when given."""
     prefix = f"mi:instructions:{uuid.uuid4().hex[:8]}:"
     with tempfile.TemporaryDirectory() as scratch:
         env = {
@@ -182,7 +191,7 @@ def count(data_dir: Path, store: str, keys: str, requests: int, concurrent: int)
             "valgrind",
             "--tool=callgrind",
             "--instr-atstart=no",
-            "--callgrind-out-file=/dev/null",
+            f"--callgrind-out-file={profile.resolve() if profile else os.devnull}",
             sys.executable,
             "-m",
             "benchmarks.request_instructions",
@@ -212,6 +221,9 @@ def main() -> None:
     parser.add_argument("--keys", choices=KEYS, default="customers")
     parser.add_argument("--requests", type=int, default=2_000)
     parser.add_argument("--concurrent", type=int, default=10)
+    parser.add_argument(
+        "--profile", type=Path, help="also write callgrind's profile of the counted requests here"
+    )
     args = parser.parse_args()
     if os.environ.get(_MEASURING):
         _child(args)
@@ -220,7 +232,9 @@ def main() -> None:
         parser.error("needs at least one task and at least one request a task (--requests)")
     if args.data_dir is None:
         parser.error("--data-dir is required (a materialized warehouse: `mi materialize`)")
-    per_request = count(args.data_dir, args.store, args.keys, args.requests, args.concurrent)
+    per_request = count(
+        args.data_dir, args.store, args.keys, args.requests, args.concurrent, args.profile
+    )
     print(f"{args.store}, {args.keys} keys: {per_request:,.0f} instructions a request "
           f"({args.requests:,} requests, {args.concurrent} concurrent, in process)")  # fmt: skip
 

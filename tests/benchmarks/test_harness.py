@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -202,14 +203,21 @@ def test_the_store_steps_bench_reports_redis_time_per_customer_request() -> None
     assert cost.server > 0
 
 
-def test_the_instruction_count_covers_the_requests_of_customer_keys(embedded_market: Path) -> None:
+def test_the_instruction_count_covers_the_requests_of_customer_keys_and_keeps_their_profile(
+    embedded_market: Path, tmp_path: Path
+) -> None:
     """Under callgrind, counted only around the measured requests (every one answered 200): a
     customer's request executes tens of thousands of instructions at least; fewer would mean the
-    count missed the requests."""
+    count missed the requests. The profile asked for holds the same instructions, by function."""
+    profile = tmp_path / "callgrind.out"
     per_request = request_instructions.count(
-        embedded_market, "ceiling", "customers", requests=40, concurrent=4
+        embedded_market, "ceiling", "customers", requests=40, concurrent=4, profile=profile
     )
     assert 20_000 < per_request < 10_000_000
+    text = profile.read_text()
+    assert text.startswith("# callgrind format")
+    (totals,) = re.findall(r"^totals: (\d+)", text, flags=re.MULTILINE)
+    assert int(totals) == round(per_request * 40)
 
 
 @pytest.mark.parametrize("argv", [["--requests", "5", "--concurrent", "10"], ["--concurrent", "0"]])
