@@ -19,7 +19,7 @@ import redis
 
 from api.metering import redis_store as redis_store_module
 from api.metering import sqlite_store
-from api.metering.config import Limits, MeteringConfig, Plan
+from api.metering.config import Limits, MeteringConfig, MeteringConfigError, Plan
 from api.metering.model import (
     UNLIMITED_BALANCE,
     Account,
@@ -377,6 +377,27 @@ def test_redis_an_admit_reply_the_script_does_not_write_fails_closed() -> None:
     for reply in ("admitted 0 10 5", "admitted 0 ten 5 9 4 1 0 1.5", "maybe 0 10 5 9 4"):
         with pytest.raises(MeteringUnavailableError, match="an admit reply"):
             read("k", "ping", "slot", 1, reply)
+
+
+async def test_redis_a_settle_under_a_plan_the_config_no_longer_has_is_the_configs_error(
+    redis_prefix: str, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """A charge admitted under a plan and settled by a store whose config has dropped that plan
+    (a deploy that removed it): the config's error names the plan, as any lookup of it does; no
+    budget is made up for the settle (every plan's budget is packed when the store starts)."""
+    store = redis_store(redis_prefix, config, clock)
+    without = {name: plan for name, plan in config.plans.items() if name != "sandbox"}
+    other = redis_store(redis_prefix, msgspec.structs.replace(config, plans=without), clock)
+    try:
+        account = await new_account(store, "sandbox")
+        admission = await store.admit(account, "ping", 1)
+        assert admission.charge is not None
+        with pytest.raises(MeteringConfigError, match="unknown plan 'sandbox'"):
+            await other.settle(admission.charge, 200)
+        assert (await store.settle(admission.charge, 200))[0] == 1
+    finally:
+        await other.close()
+        await store.close()
 
 
 async def test_redis_a_record_step_that_raises_fails_alone_through_its_own_future(
