@@ -12,10 +12,18 @@ from pipelines.newsroom.topics import topic_of
 ENRICHMENT_FIELDS = tuple(Enrichment.__struct_fields__)
 
 
-def market_index(instruments: pl.DataFrame, market: str) -> AliasIndex:
-    """The alias index of `market` from the instruments table (other markets' rows ignored)."""
+FEW_ARTICLES = 1_000
+"""Articles up to which a batch is tagged with the aliases its texts can match only: collecting
+their words costs less than compiling every alias (a refresh's batch); a first load's does not."""
+
+
+def market_index(
+    instruments: pl.DataFrame, market: str, texts: list[str] | None = None
+) -> AliasIndex:
+    """The alias index of `market` from the instruments table (other markets' rows ignored); with
+    `texts`, of the aliases that can match in them (`build_index`)."""
     rows = instruments.filter(pl.col("market") == market).select("symbol", "name").rows()
-    return build_index((str(s), str(n)) for s, n in rows)
+    return build_index(((str(s), str(n)) for s, n in rows), texts)
 
 
 def impacted_coins(market: str, symbols: list[str]) -> list[str] | None:
@@ -32,9 +40,10 @@ def build_briefs(
     )
     if news.is_empty():
         return BRIEFS.empty()
-    index = market_index(instruments, market)
     titles = news.get_column("title").to_list()
     bodies = news.get_column("body").to_list()
+    texts = [t or "" for t in titles + bodies] if news.height <= FEW_ARTICLES else None
+    index = market_index(instruments, market, texts)
     symbols = [index.tag(t, b) for t, b in zip(titles, bodies, strict=True)]
     articles = [
         Article(market, t, b, tuple(s)) for t, b, s in zip(titles, bodies, symbols, strict=True)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+import string
+import sys
 
-from pipelines.newsroom.tagging import AliasIndex, build_index
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipelines.embedded_market.universe import build_universe
+from pipelines.newsroom.tagging import AliasIndex, build_index, word_key
+from tests.pipelines.newsroom.labelled import LABELLED
 
 CRYPTO = [
     ("BTC", "Bitcoin"), ("ETH", "Ethereum"), ("SOL", "Solana"), ("LINK", "Chainlink"),
@@ -96,3 +104,72 @@ def test_symbols_only_of_the_market_indexed() -> None:
     index = build_index(FOREX)
     assert index.tag("Bitcoin and gold rally", None) == []
     assert index.symbols == {"EURUSD", "USDJPY", "GBPUSD"}
+
+
+# A batch's index: only the aliases its texts can match, the same mentions.
+
+TRICKY = list("\u0130\u0131\u017f\u212aéß&/.$()- \n")
+"""Characters where case-insensitive matching and word boundaries are subtle."""
+
+
+def _alias_pieces(pairs: list[tuple[str, str]]) -> list[str]:
+    texts = [t for symbol, name in pairs for t in (symbol, name, name.split()[0])]
+    return [*texts, *(t.upper() for t in texts), *(t.lower() for t in texts)]
+
+
+@st.composite
+def _texts(draw: st.DrawFn, pairs: list[tuple[str, str]]) -> str:
+    pieces = _alias_pieces(pairs) + TRICKY + ["shares", "USD", "a", "the", "Inc."]
+    return "".join(draw(st.lists(st.sampled_from(pieces), max_size=40)))
+
+
+@pytest.mark.parametrize("pairs", [CRYPTO, FOREX, COMMODITIES, STOCKS])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_an_index_of_a_batchs_texts_tags_them_as_the_whole_index_does(
+    pairs: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    batch = data.draw(st.lists(_texts(pairs), min_size=1, max_size=4))
+    whole, restricted = build_index(pairs), build_index(pairs, batch)
+    for text in batch:
+        assert restricted.mentions(text) == whole.mentions(text)
+        assert restricted.tag(text, text) == whole.tag(text, text)
+
+
+@pytest.mark.parametrize(
+    ("market", "size"), [("crypto", 1_894), ("forex", 758), ("commodities", 454), ("stocks", 1_894)]
+)
+def test_an_index_of_a_batchs_texts_tags_a_whole_market_as_the_whole_index_does(
+    market: str, size: int
+) -> None:
+    universe = build_universe(market, size)  # the markets of 5,000 instruments
+    pairs = list(zip(universe.symbols, universe.names, strict=True))
+    headlines = [item.headline for item in LABELLED if item.market == market]
+    texts = [*headlines, *(f"{n} ({s}) shares rise; {n.upper()} beats" for s, n in pairs[::97])]
+    whole, restricted = build_index(pairs), build_index(pairs, texts)
+    assert [restricted.mentions(t) for t in texts] == [whole.mentions(t) for t in texts]
+    assert len(restricted.symbols) < len(whole.symbols) / 2
+
+
+def test_a_batchs_index_leaves_out_the_aliases_its_texts_cannot_match() -> None:
+    index = build_index(STOCKS, ["Apple and AT&T rise", "T-bills rally"])
+    assert index.symbols == {"AAPL", "T"}
+    assert index.tag("Apple and AT&T rise", None) == ["AAPL", "T"]
+
+
+def test_no_character_outside_ascii_matches_an_ascii_one_but_the_four_folded() -> None:
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    ascii_word_characters = string.ascii_letters + string.digits + "_"
+    for char in ascii_word_characters:
+        found = re.findall(re.escape(char), every, re.IGNORECASE)
+        for other in found:
+            assert word_key(other) == char.lower(), (char, other)
+    assert word_key("\u0130stanbul") == "istanbul"
+    assert word_key("Zürich") is None
+
+
+def test_a_batchs_index_keeps_the_aliases_whose_first_word_is_not_ascii() -> None:
+    pairs = [("NESN", "Nestlé"), ("ORSTED", "Ørsted")]
+    texts = ["NESTLÉ and ørsted rise"]
+    assert build_index(pairs, texts).tag(texts[0], None) == ["NESN", "ORSTED"]
+    assert build_index(pairs).tag(texts[0], None) == ["NESN", "ORSTED"]
