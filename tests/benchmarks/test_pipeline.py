@@ -91,6 +91,17 @@ def test_a_daily_run_with_nothing_new_is_reported_as_a_share_of_the_full_run() -
     assert len(incremental_figures(full, daily_run())) == len(figures) - 1
 
 
+def test_a_news_refresh_with_nothing_new_is_reported_in_seconds_without_a_goal() -> None:
+    full = run(5000, 50.0, 1900.0)
+    news = Run(5000, date(2026, 3, 9), 4.0, 700.0, new_articles=97)
+    news_again = Run(5000, date(2026, 3, 9), 2.5, 600.0, new_articles=0)
+    figures = incremental_figures(full, daily_run(), news, news_again=news_again)
+    floor = figures[-1]
+    assert floor.name == "news refresh with nothing new (the same refresh again), 5,000 instruments"
+    assert (floor.project, floor.anchor, floor.goal) == (2.5, None, None)
+    assert len(incremental_figures(full, daily_run(), news)) == len(figures) - 1
+
+
 def daily_run() -> Run:
     return Run(5000, date(2026, 3, 3), 5.0, 800.0)
 
