@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple, cast
@@ -22,7 +23,14 @@ from api.errors import (
     Unauthorized,
     send_failure,
 )
-from api.metering.config import MeteringConfig, RowsCost, ScaledCost, points_cost, request_cost
+from api.metering.config import (
+    MeteringConfig,
+    MeteringConfigError,
+    RowsCost,
+    ScaledCost,
+    points_cost,
+    request_cost,
+)
 from api.metering.model import (
     UNLIMITED_BALANCE,
     Account,
@@ -36,6 +44,8 @@ from api.metering.model import (
 from api.metering.store import MeteringStore
 from api.params import SCALED_BY
 from pipelines.catalog import MARKETS
+
+logger = logging.getLogger(__name__)
 
 ENTITLEMENT_CACHE_SIZE = 1024
 POINTS_SCOPE_KEY = "mi.metering.points"
@@ -99,6 +109,11 @@ def _balance_headers(cost: int, balance: Balance) -> list[tuple[bytes, bytes]]:
     return [(name, str(value).encode()) for name, value in values]
 
 
+def unpriced(plan: str) -> str:
+    """The 503's message for a key whose plan the metering config does not have."""
+    return f"token accounting is unavailable for your plan ({plan}); contact support"
+
+
 class _Route(NamedTuple):
     """How a route handler's requests are metered (from its `opt` and the configured costs)."""
 
@@ -157,6 +172,12 @@ class MeteringMiddleware:
             admission = await self.store.admit(account, operation, cost)
         except MeteringUnavailableError:
             await send_failure(send, DependencyUnavailable(UNAVAILABLE))
+            return
+        except MeteringConfigError as error:
+            # A key whose plan the config no longer has (a deploy removed it while keys hold it):
+            # the service cannot price the request, so it is not served and nothing is charged.
+            logger.error("key %s cannot be metered: %s", account.key_id, error)
+            await send_failure(send, DependencyUnavailable(unpriced(account.plan)))
             return
         if admission.charge is None:
             await self._refuse(send, admission)

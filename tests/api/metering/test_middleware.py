@@ -20,6 +20,7 @@ from api.auth import AuthenticationMiddleware
 from api.errors import ApiFailure, handle_api_error
 from api.metering import MeteringMiddleware, charge_rows, report_points
 from api.metering.config import Limits, MeteringConfig
+from api.metering.middleware import unpriced
 from api.metering.model import key_id_of
 from api.metering.plugin import MeteringPlugin
 from api.metering.store import MeteringStore, open_store
@@ -461,6 +462,28 @@ async def test_unreachable_store_answers_503_with_retry_after(config: MeteringCo
         assert "error" in response.json()
         assert (await client.get("/api/v1/status")).status_code == 200
     await down.close()
+
+
+async def test_a_key_whose_plan_the_config_no_longer_has_is_503_and_charged_nothing(
+    store_url: str, store: MeteringStore, config: MeteringConfig, clock: FakeClock
+) -> None:
+    """A deploy that removed a plan while keys still hold it: the service cannot price their
+    requests, so it answers 503 in the spec's envelope (never 500), serves nothing, charges
+    nothing; the other plans' keys are served as before."""
+    stranded, kept = await store.create_key("sandbox"), await store.create_key("quant")
+    without = {name: plan for name, plan in config.plans.items() if name != "sandbox"}
+    narrowed = msgspec.structs.replace(config, plans=without)
+    deployed = open_store(store_url, narrowed, clock)
+    try:
+        async with serving(deployed, narrowed) as client:
+            response = await client.get(BRIEFS, headers=bearer(stranded))
+            assert response.status_code == 503
+            assert response.json() == {"error": unpriced("sandbox")}
+            assert int(response.headers["retry-after"]) >= 1
+            assert (await client.get(BRIEFS, headers=bearer(kept))).status_code == 200
+        assert await spent(store) == 3  # the quant key's request only
+    finally:
+        await deployed.close()
 
 
 # -- wiring --------------------------------------------------------------------------------------
