@@ -88,9 +88,15 @@ def build_publish(
             context: dg.AssetExecutionContext, warehouse: WarehouseResource
         ) -> dg.MaterializeResult:
             published = warehouse.transaction(context.run.run_id, step_name(context)).commit()
-            context.log.info(f"published warehouse version {published.version}")
+            if published.published:
+                context.log.info(f"published warehouse version {published.version}")
+            else:
+                context.log.info(f"nothing new: warehouse version {published.version} stands")
             return dg.MaterializeResult(
-                metadata={"version": dg.MetadataValue.int(published.version)}
+                metadata={
+                    "version": dg.MetadataValue.int(published.version),
+                    "published": published.published,
+                }
             )
 
         return publish

@@ -70,6 +70,33 @@ def rewrite_snapshot(
     return {shard.key: tx.write_file(table, shard.key, sorted_by(frame, order(table)))}
 
 
+def kept_or_written(
+    tx: RunTransaction,
+    table: Table,
+    partition: str,
+    frame: pl.DataFrame,
+    stored: PartitionFile | None,
+) -> PartitionFile:
+    """`stored` (the partition's current file) when it holds exactly `frame`'s rows, else a new
+    file. A run that finds nothing new so leaves the table as it was, and with every table as it
+    was, its commit publishes no new version (`pipelines.warehouse.commits.changes_nothing`)."""
+    conformed = table.conform(frame)
+    if (
+        stored is not None
+        and stored.rows == conformed.height
+        and scan(tx.store.storage, [stored], table).collect().equals(conformed)
+    ):
+        return stored
+    return tx.write_file(table, partition, conformed)
+
+
+def stage_market_file(tx: RunTransaction, table: Table, market: str, frame: pl.DataFrame) -> None:
+    """Stage `frame` as the market's one file of `table` (a state, a log, a per-market table),
+    the stored file when it holds the same rows (`kept_or_written`)."""
+    stored = tx.partitions(table.name, market).get(market)
+    tx.stage(table.name, market, {market: kept_or_written(tx, table, market, frame, stored)})
+
+
 def sorted_by(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
     """`frame` sorted by `columns`: as it is when it already is (the common case: the rows of a
     day's update come sorted), which one pass checks in a twentieth of a sort's time."""

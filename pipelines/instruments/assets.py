@@ -6,6 +6,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
+from pipelines.incremental.tables import stage_market_file
 from pipelines.instruments.validate import validate_instruments
 from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices import checks
@@ -56,7 +57,7 @@ def build_instruments(embedded: bool) -> dg.AssetsDefinition:
                     source.instruments(market), market, source.name
                 )
                 for table, frame in ((INSTRUMENTS, clean), (INSTRUMENT_REJECTS, rejects)):
-                    tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})
+                    stage_market_file(tx, table, market, frame)
                 cleans.append(clean)
                 rejected.append(rejects)
             clean, rejects = pl.concat(cleans), pl.concat(rejected)

@@ -10,7 +10,13 @@ import polars as pl
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
 from pipelines.catalog.state import NEWS_FILES
-from pipelines.incremental.tables import append_segments, counted_rows, scan, stored_rows
+from pipelines.incremental.tables import (
+    append_segments,
+    counted_rows,
+    scan,
+    stage_market_file,
+    stored_rows,
+)
 from pipelines.news.batch import RawNewsBatch, build_batch
 from pipelines.news.model import FeedDocument
 from pipelines.news.parse import ParsePolicy
@@ -64,7 +70,7 @@ def update_news(
     log = pl.concat([rejects, batch.rejects]).unique(
         ["record", "reason"], keep="first", maintain_order=True
     )
-    tx.stage(NEWS_REJECTS.name, market, {market: tx.write_file(NEWS_REJECTS, market, log)})
+    stage_market_file(tx, NEWS_REJECTS, market, log)
     if read is not None:
         stage_files_read(tx, NEWS_FILES, market, read, full)
     return MarketNews(batch, described, counted_rows(tx, RAW_NEWS, market), log.height)

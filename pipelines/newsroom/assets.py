@@ -25,7 +25,7 @@ from pipelines.catalog.newsroom import (
     SENTIMENT_TOPICS,
 )
 from pipelines.catalog.state import BRIEFS_STATE
-from pipelines.incremental.tables import counted_rows, scan, stored_rows
+from pipelines.incremental.tables import counted_rows, scan, stage_market_file, stored_rows
 from pipelines.newsroom import analyses, checks
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.update import MarketBriefs, new_briefs, update_briefs, update_sentiment
@@ -299,7 +299,7 @@ def _write_market(tx: RunTransaction, writer: Writer, market: str) -> tuple[pl.D
     summary = writer.summaries([market_facts]) if market_facts else []
     summaries = analyses.summaries_table(market, market_facts, summary[0] if summary else None)
     for frame, target in ((table, INSTRUMENT_ANALYSES), (summaries, MARKET_SUMMARIES)):
-        tx.stage(target.name, market, {market: tx.write_file(target, market, frame)})
+        stage_market_file(tx, target, market, frame)
     prices, instruments = inputs[0], inputs[1]
     return (
         table,

@@ -12,7 +12,13 @@ import polars as pl
 from pipelines.catalog import BRIEFS, RAW_NEWS, SENTIMENT_DAILY, SENTIMENT_TOPICS, PartitionFile
 from pipelines.catalog.state import BRIEFS_STATE
 from pipelines.incremental.modes import code_version
-from pipelines.incremental.tables import append_segments, counted_rows, scan, stored_rows
+from pipelines.incremental.tables import (
+    append_segments,
+    counted_rows,
+    scan,
+    stage_market_file,
+    stored_rows,
+)
 from pipelines.newsroom.briefs import build_briefs
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
@@ -83,7 +89,7 @@ def update_briefs(
     enriched = build_briefs(new, instruments, market, enricher)
     briefs = append_segments(tx, BRIEFS, market, stored, enriched, pl.col("date"), everything)
     tx.stage(BRIEFS.name, market, briefs)
-    tx.stage(BRIEFS_STATE.name, market, {market: tx.write_file(BRIEFS_STATE, market, wanted)})
+    stage_market_file(tx, BRIEFS_STATE, market, wanted)
     return MarketBriefs(enriched, everything, counted_rows(tx, BRIEFS, market))
 
 
@@ -127,5 +133,5 @@ def update_sentiment(
             else stored_rows(tx, table, market).filter(~pl.col("date").is_in(days.implode()))
         )
         frame = pl.concat([kept, recounted]).sort(["symbol", "date"], descending=[False, True])
-        tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})
+        stage_market_file(tx, table, market, frame)
     return daily, topics_

@@ -30,6 +30,7 @@ from pipelines.incremental.tables import (
     rewrite_snapshot,
     scan,
     segment_key,
+    stage_market_file,
     stored_rows,
     upsert_series,
 )
@@ -554,7 +555,7 @@ def _stage_rejects(tx: RunTransaction, market: str, rejects: pl.DataFrame, full:
     log = pl.concat([stored, rejects]).unique(
         ["source", "location", "record", "reason"], keep="first", maintain_order=True
     )
-    tx.stage(PRICE_REJECTS.name, market, {market: tx.write_file(PRICE_REJECTS, market, log)})
+    stage_market_file(tx, PRICE_REJECTS, market, log)
 
 
 def stage_files_read(
@@ -573,4 +574,4 @@ def stage_files_read(
     )
     stored = table.empty() if full else stored_rows(tx, table, market)
     frame = pl.concat([stored.join(done.select("path"), on="path", how="anti"), done]).sort("path")
-    tx.stage(table.name, market, {market: tx.write_file(table, market, frame)})
+    stage_market_file(tx, table, market, frame)

@@ -21,9 +21,12 @@ from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Domain, Files, ShardResult, ShardWork
 from pipelines.incremental.tables import (
     EVERYTHING,
+    kept_or_written,
+    order,
     read_symbols,
     rewrite_snapshot,
     scan,
+    sorted_by,
     upsert_series,
 )
 from pipelines.indicators import recursive
@@ -138,8 +141,12 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             else dict(work.stored[table.name])
         )
     scored = _scored(work, files)
+    key = work.shard.key
     for table in SCORED:
-        files[table.name] = rewrite_snapshot(work.tx, table, work.shard, {}, scored[table.name], [])
+        # Every symbol's rows, rewritten each run; a run with nothing new keeps the stored file.
+        current = work.stored[table.name].get(key)
+        ordered = sorted_by(scored[table.name], order(table))
+        files[table.name] = {key: kept_or_written(work.tx, table, key, ordered, current)}
     return ShardResult(files, {**{t.name: tables[t.name] for t in SIMULATED}, **scored})
 
 

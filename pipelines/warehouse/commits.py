@@ -75,6 +75,18 @@ def apply_writes(manifest: Manifest | None, writes: Sequence[TableWrite]) -> Man
     )
 
 
+def changes_nothing(manifest: Manifest | None, writes: Sequence[TableWrite]) -> bool:
+    """Whether applying `writes` leaves every table as `manifest` has it: each write names the
+    files already current (a run that found nothing new). Such a commit publishes no version, so
+    that the API's data version, and every ETag made from it, stays."""
+    if manifest is None:
+        return False
+    return all(
+        _replaced(w, dict(manifest.tables.get(w.table, {}))) == manifest.tables.get(w.table, {})
+        for w in writes
+    )
+
+
 def retired_paths(before: Manifest | None, after: Manifest) -> set[str]:
     """Files `before` named that `after` no longer does: they start their garbage-collection grace."""
     if before is None:

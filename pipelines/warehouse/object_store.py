@@ -22,6 +22,7 @@ from pipelines.warehouse.commits import (
     CommitConflictError,
     TableWrite,
     apply_writes,
+    changes_nothing,
     conflicts,
     retired_paths,
 )
@@ -68,6 +69,8 @@ class ObjectPublished:
     views_refreshed: bool
     removed: tuple[str, ...]
     attempts: int
+    published: bool = True
+    """False when the writes changed nothing: `manifest` is the current one, its version stands."""
 
     @property
     def version(self) -> int:
@@ -156,6 +159,9 @@ class ObjectWarehouse:
             raise CommitConflictError(
                 f"changed by another run since this one read them: {', '.join(stale)}"
             )
+        if snapshot.manifest is not None and changes_nothing(snapshot.manifest, writes):
+            # A run that found nothing new: the version, and every ETag made from it, stays.
+            return ObjectPublished(snapshot.manifest, True, (), attempt, published=False)
         manifest = apply_writes(snapshot.manifest, writes)
         retired, expired = self._retire(snapshot, manifest)
         if not self._put_manifest(client, snapshot.etag, manifest, retired):

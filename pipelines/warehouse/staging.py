@@ -23,6 +23,11 @@ class Publication(Protocol):
     @property
     def version(self) -> int: ...
 
+    @property
+    def published(self) -> bool:
+        """False when the commit changed nothing (the version stands)."""
+        ...
+
 
 class TableStore(Protocol):
     """What a transaction needs of a warehouse store (local directory or object storage)."""

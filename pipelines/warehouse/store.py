@@ -31,6 +31,7 @@ from pipelines.warehouse.commits import (
     CommitConflictError,
     TableWrite,
     apply_writes,
+    changes_nothing,
     conflicts,
     retired_paths,
 )
@@ -69,6 +70,8 @@ class Published:
     views_refreshed: bool
     removed: tuple[str, ...]
     """Files garbage-collected by this commit (paths relative to the root)."""
+    published: bool = True
+    """False when the writes changed nothing: `manifest` is the current one, its version stands."""
 
     @property
     def version(self) -> int:
@@ -124,6 +127,9 @@ class Warehouse:
                 raise CommitConflictError(
                     f"changed by another run since this one read them: {', '.join(stale)}"
                 )
+            if old is not None and changes_nothing(old, writes):
+                # A run that found nothing new: the version, and every ETag made from it, stays.
+                return Published(old, self._views_at(old), removed=(), published=False)
             manifest = apply_writes(old, writes)
             write_manifest(self.root, manifest)
             for path in retired_paths(old, manifest):
@@ -223,6 +229,19 @@ class Warehouse:
         _fsync(temporary)
         os.replace(temporary, directory / name)
         return f"{table}/market={market}/{name}"
+
+    def _views_at(self, manifest: Manifest) -> bool:
+        """Whether the DuckDB views are built from `manifest`, refreshed first if they are not (a
+        refresh skipped while the file was locked)."""
+        if self.duckdb_path is None:
+            return True
+        wanted = (manifest.version, str(self.root.resolve()))
+        try:
+            if views.views_version(self.duckdb_path, timeout=self.views_timeout) == wanted:
+                return True
+        except views.ViewsLockedError:
+            return False
+        return self._refresh_views(manifest)
 
     def _refresh_views(self, manifest: Manifest) -> bool:
         if self.duckdb_path is None:

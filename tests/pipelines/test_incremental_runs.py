@@ -125,3 +125,28 @@ def test_a_news_refresh_rewrites_only_the_news_segments_its_articles_fall_in(
             rewritten = {key for key in new if new[key] != old.get(key)}
             assert rewritten == {f"{market}/{day:%Y-%m}"}, (table, market)
             assert sum(f.rows for f in new.values()) > sum(f.rows for f in old.values())
+
+
+def test_a_news_refresh_or_a_daily_run_that_finds_nothing_new_publishes_no_version(
+    first_load: tuple[Path, Path],
+) -> None:
+    """A quiet refresh (every 15 minutes, all night) leaves the warehouse as it was: its data
+    version, which every ETag of the API carries, stands. A refresh with new articles moves it."""
+    data_dir, saved = first_load
+    shutil.rmtree(data_dir)
+    shutil.copytree(saved, data_dir)
+    day = FIRST_DAY + timedelta(days=1)
+    noon = f"{day.isoformat()}T12:00:00Z"
+    materialize(data_dir, day, "--job", "news", now=noon)
+    refreshed = read_manifest(data_dir / "warehouse")
+    materialize(data_dir, day, "--job", "news", now=noon)
+    assert read_manifest(data_dir / "warehouse") == refreshed
+    materialize(data_dir, day, "--job", "news", now=f"{day.isoformat()}T18:00:00Z")
+    later = read_manifest(data_dir / "warehouse")
+    assert refreshed is not None
+    assert later is not None
+    assert later.version > refreshed.version
+    materialize(data_dir, day, "--job", "daily", now=f"{day.isoformat()}T18:00:00Z")
+    daily = read_manifest(data_dir / "warehouse")
+    materialize(data_dir, day, "--job", "daily", now=f"{day.isoformat()}T18:00:00Z")
+    assert read_manifest(data_dir / "warehouse") == daily

@@ -172,6 +172,20 @@ def test_a_run_commits_its_staged_tables_on_s3_in_one_version(location: S3Locati
     assert warehouse.staging_records("run-1") == []
 
 
+def test_a_run_on_s3_that_stages_only_the_current_objects_publishes_no_version(
+    location: S3Location,
+) -> None:
+    warehouse = ObjectWarehouse(location)
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "AAA"))
+    before = warehouse.snapshot()
+    assert before.manifest is not None
+    tx = RunTransaction(warehouse, "quiet", "one")
+    tx.stage(INSTRUMENTS.name, "crypto", tx.partitions(INSTRUMENTS.name, "crypto"))
+    published = RunTransaction(warehouse, "quiet", "publish").commit()
+    assert (published.version, published.published) == (before.manifest.version, False)
+    assert warehouse.snapshot().etag == before.etag  # the manifest object was not replaced
+
+
 def test_a_stale_run_cannot_commit_over_another_on_s3(location: S3Location) -> None:
     warehouse = ObjectWarehouse(location)
     warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "AAA"))

@@ -9,8 +9,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.catalog import INSTRUMENTS, PRICE_REJECTS, read_manifest, read_partitions
-from pipelines.warehouse.commits import CommitConflictError, TableWrite
+from pipelines.catalog import (
+    INSTRUMENTS,
+    PRICE_REJECTS,
+    Manifest,
+    PartitionFile,
+    read_manifest,
+    read_partitions,
+)
+from pipelines.incremental.tables import stage_market_file
+from pipelines.warehouse import views
+from pipelines.warehouse.commits import CommitConflictError, TableWrite, changes_nothing
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import STAGING_TTL, Warehouse
 from tests.pipelines.warehouse.conftest import instruments_frame
@@ -352,3 +361,60 @@ def test_a_step_opening_its_transaction_reads_no_mapped_step_s_record(
 def test_a_mapped_step_cannot_stage_a_table(warehouse: Warehouse) -> None:
     with pytest.raises(ValueError, match="never stages"):
         stage_instruments(RunTransaction(warehouse, "run-1", "x_shard[crypto_s0of1]"), "crypto")
+
+
+def test_a_run_that_stages_only_the_current_files_publishes_no_version(
+    warehouse: Warehouse,
+) -> None:
+    """A run that found nothing new: the version (and every ETag the API makes from it) stands,
+    the manifest file is not rewritten, and the DuckDB views stay on that version."""
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    before = read_manifest(warehouse.root)
+    assert before is not None
+    tx = RunTransaction(warehouse, "run-1", "raw_instruments")
+    tx.stage(INSTRUMENTS.name, "crypto", tx.partitions(INSTRUMENTS.name, "crypto"))
+    published = RunTransaction(warehouse, "run-1", "daily_publish").commit()
+    assert (published.version, published.published) == (before.version, False)
+    assert read_manifest(warehouse.root) == before
+    assert views.views_version(warehouse.duckdb_path) == (before.version, str(warehouse.root.resolve()))  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_a_run_that_changes_one_file_publishes_a_new_version(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
+    before = read_manifest(warehouse.root)
+    assert before is not None
+    tx = RunTransaction(warehouse, "run-1", "raw_instruments")
+    tx.stage(INSTRUMENTS.name, "crypto", tx.partitions(INSTRUMENTS.name, "crypto"))
+    stage_instruments(tx, "forex", "EURUSD")  # the same rows in a new file: a change of file
+    published = RunTransaction(warehouse, "run-1", "daily_publish").commit()
+    assert published.published
+    assert published.version > before.version
+
+
+def test_changes_nothing_compares_every_write_with_the_current_partitions() -> None:
+    entry = PartitionFile(path="instruments/market=crypto/a.parquet", rows=1, written_at="t")
+    other = PartitionFile(path="instruments/market=crypto/b.parquet", rows=1, written_at="t")
+    manifest = Manifest(version=7, updated_at="t", tables={"instruments": {"crypto": entry}})
+    assert changes_nothing(manifest, [TableWrite("instruments", "crypto", {"crypto": entry})])
+    assert changes_nothing(manifest, [])
+    assert not changes_nothing(manifest, [TableWrite("instruments", "crypto", {"crypto": other})])
+    assert not changes_nothing(manifest, [TableWrite("instruments", "crypto", {})])  # removed
+    assert not changes_nothing(manifest, [TableWrite("instruments", "forex", {"forex": entry})])
+    assert not changes_nothing(None, [])
+
+
+def test_a_market_file_with_the_same_rows_is_the_stored_file_and_other_rows_a_new_one(
+    warehouse: Warehouse,
+) -> None:
+    warehouse.write(PRICE_REJECTS, "crypto", rejects_frame("crypto", "bad close"))
+    stored = read_manifest(warehouse.root).partitions(PRICE_REJECTS.name, "crypto")  # type: ignore[union-attr]  # fmt: skip
+    same = RunTransaction(warehouse, "run-1", "raw_daily_prices")
+    stage_market_file(same, PRICE_REJECTS, "crypto", rejects_frame("crypto", "bad close"))
+    assert same.partitions(PRICE_REJECTS.name, "crypto") == stored
+    assert not RunTransaction(warehouse, "run-1", "daily_publish").commit().published
+    more = RunTransaction(warehouse, "run-2", "raw_daily_prices")
+    stage_market_file(more, PRICE_REJECTS, "crypto", rejects_frame("crypto", "bad close", "bad day"))  # fmt: skip
+    assert more.partitions(PRICE_REJECTS.name, "crypto") != stored
+    assert RunTransaction(warehouse, "run-2", "daily_publish").commit().published
+    assert warehouse.read(PRICE_REJECTS)["reason"].to_list() == ["bad close", "bad day"]
