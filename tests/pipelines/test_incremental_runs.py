@@ -9,6 +9,7 @@ process. "The same tables" is `tests.warehouses.assert_same_warehouse`.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
@@ -17,7 +18,10 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from litestar.testing import TestClient
 
+from api.app import create_app
+from api.settings import ApiSettings
 from mi.cli import main
 from pipelines.catalog import open_storage
 from pipelines.catalog.manifest import read_manifest
@@ -29,6 +33,8 @@ MARKETS = "crypto,forex"
 """A market trading every day and one trading on weekdays (each domain's own tests cover all four)."""
 SHARD_SYMBOLS = 4
 """Several shards per market in the incremental warehouse; the full run keeps the default (one)."""
+BRIEFS_ROUTE = "/api/v2/crypto/newsroom/get-recent-briefs/BTC"
+"""A news route, answered from the briefs a refresh writes."""
 Step = tuple[int, bool]
 """Days to move on, and whether a news refresh runs at noon of the new day before its daily run."""
 
@@ -150,3 +156,32 @@ def test_a_news_refresh_or_a_daily_run_that_finds_nothing_new_publishes_no_versi
     daily = read_manifest(data_dir / "warehouse")
     materialize(data_dir, day, "--job", "daily", now=f"{day.isoformat()}T18:00:00Z")
     assert read_manifest(data_dir / "warehouse") == daily
+
+
+def test_the_apis_etags_stand_across_a_refresh_that_finds_nothing_new(
+    first_load: tuple[Path, Path],
+) -> None:
+    """What a client sees of a quiet refresh: its `If-None-Match` still answers 304 (free); a
+    refresh with new articles answers the new body."""
+    data_dir, saved = first_load
+    shutil.rmtree(data_dir)
+    shutil.copytree(saved, data_dir)
+    day = FIRST_DAY + timedelta(days=1)
+    noon = f"{day.isoformat()}T12:00:00Z"
+    materialize(data_dir, day, "--job", "news", now=noon)
+    app = create_app(ApiSettings(data_dir=data_dir, live_markets=("crypto", "forex"), manifest_poll_seconds=0.05))  # fmt: skip
+    with TestClient(app) as client:
+        first = client.get(BRIEFS_ROUTE)
+        assert first.status_code == 200, first.text
+        etag = first.headers["ETag"]
+        materialize(data_dir, day, "--job", "news", now=noon)
+        time.sleep(0.2)  # four polls of the manifest
+        quiet = client.get(BRIEFS_ROUTE, headers={"If-None-Match": etag})
+        assert quiet.status_code == 304
+        materialize(data_dir, day, "--job", "news", now=f"{day.isoformat()}T18:00:00Z")
+        deadline = time.monotonic() + 5
+        while (answer := client.get(BRIEFS_ROUTE, headers={"If-None-Match": etag})).status_code == 304:  # fmt: skip
+            assert time.monotonic() < deadline, "the refresh with new articles was not served"
+            time.sleep(0.05)
+        assert answer.status_code == 200
+        assert answer.headers["ETag"] != etag
