@@ -62,6 +62,26 @@ def first_load(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return data_dir, saved
 
 
+def restored(first_load: tuple[Path, Path]) -> Path:
+    """The data dir as the first load left it (each example starts from there)."""
+    data_dir, saved = first_load
+    shutil.rmtree(data_dir)
+    shutil.copytree(saved, data_dir)
+    return data_dir
+
+
+NEXT_DAY = FIRST_DAY + timedelta(days=1)
+NOON, EVENING = f"{NEXT_DAY.isoformat()}T12:00:00Z", f"{NEXT_DAY.isoformat()}T18:00:00Z"
+"""The clock of the next day's news refreshes: the evening one finds articles the noon one did not."""
+
+
+def refreshed_at_noon(first_load: tuple[Path, Path]) -> Path:
+    """The first load's data dir after the next day's noon news refresh."""
+    data_dir = restored(first_load)
+    materialize(data_dir, NEXT_DAY, "--job", "news", now=NOON)
+    return data_dir
+
+
 def assert_same_warehouse(incremental: Path, full: Path) -> None:
     warehouse = "warehouse"
     same(open_storage(incremental / warehouse), incremental, open_storage(full / warehouse), full)
@@ -87,9 +107,7 @@ def days_of(steps: Sequence[Step]) -> list[tuple[date, bool]]:
 def test_daily_runs_equal_one_full_run_of_the_last_day(
     first_load: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory, steps: list[Step]
 ) -> None:
-    incremental, saved = first_load
-    shutil.rmtree(incremental)
-    shutil.copytree(saved, incremental)
+    incremental = restored(first_load)
     last = FIRST_DAY
     for day, news_at_noon in days_of(steps):
         if news_at_noon:
@@ -115,12 +133,9 @@ def test_a_news_refresh_rewrites_only_the_news_segments_its_articles_fall_in(
     first_load: tuple[Path, Path],
 ) -> None:
     """raw_news and briefs are logs in time segments: a refresh's cost does not grow with history."""
-    data_dir, saved = first_load
-    shutil.rmtree(data_dir)
-    shutil.copytree(saved, data_dir)
+    data_dir = restored(first_load)
     before = read_manifest(data_dir / "warehouse")
-    day = FIRST_DAY + timedelta(days=1)
-    materialize(data_dir, day, "--job", "news", now=f"{day.isoformat()}T12:00:00Z")
+    materialize(data_dir, NEXT_DAY, "--job", "news", now=NOON)
     after = read_manifest(data_dir / "warehouse")
     assert before is not None
     assert after is not None
@@ -129,7 +144,7 @@ def test_a_news_refresh_rewrites_only_the_news_segments_its_articles_fall_in(
             old, new = before.partitions(table, market), after.partitions(table, market)
             assert f"{market}/2025" in old, "the embedded history spans closed years"
             rewritten = {key for key in new if new[key] != old.get(key)}
-            assert rewritten == {f"{market}/{day:%Y-%m}"}, (table, market)
+            assert rewritten == {f"{market}/{NEXT_DAY:%Y-%m}"}, (table, market)
             assert sum(f.rows for f in new.values()) > sum(f.rows for f in old.values())
 
 
@@ -138,23 +153,18 @@ def test_a_news_refresh_or_a_daily_run_that_finds_nothing_new_publishes_no_versi
 ) -> None:
     """A quiet refresh (every 15 minutes, all night) leaves the warehouse as it was: its data
     version, which every ETag of the API carries, stands. A refresh with new articles moves it."""
-    data_dir, saved = first_load
-    shutil.rmtree(data_dir)
-    shutil.copytree(saved, data_dir)
-    day = FIRST_DAY + timedelta(days=1)
-    noon = f"{day.isoformat()}T12:00:00Z"
-    materialize(data_dir, day, "--job", "news", now=noon)
+    data_dir = refreshed_at_noon(first_load)
     refreshed = read_manifest(data_dir / "warehouse")
-    materialize(data_dir, day, "--job", "news", now=noon)
+    materialize(data_dir, NEXT_DAY, "--job", "news", now=NOON)
     assert read_manifest(data_dir / "warehouse") == refreshed
-    materialize(data_dir, day, "--job", "news", now=f"{day.isoformat()}T18:00:00Z")
+    materialize(data_dir, NEXT_DAY, "--job", "news", now=EVENING)
     later = read_manifest(data_dir / "warehouse")
     assert refreshed is not None
     assert later is not None
     assert later.version > refreshed.version
-    materialize(data_dir, day, "--job", "daily", now=f"{day.isoformat()}T18:00:00Z")
+    materialize(data_dir, NEXT_DAY, "--job", "daily", now=EVENING)
     daily = read_manifest(data_dir / "warehouse")
-    materialize(data_dir, day, "--job", "daily", now=f"{day.isoformat()}T18:00:00Z")
+    materialize(data_dir, NEXT_DAY, "--job", "daily", now=EVENING)
     assert read_manifest(data_dir / "warehouse") == daily
 
 
@@ -163,22 +173,17 @@ def test_the_apis_etags_stand_across_a_refresh_that_finds_nothing_new(
 ) -> None:
     """What a client sees of a quiet refresh: its `If-None-Match` still answers 304 (free); a
     refresh with new articles answers the new body."""
-    data_dir, saved = first_load
-    shutil.rmtree(data_dir)
-    shutil.copytree(saved, data_dir)
-    day = FIRST_DAY + timedelta(days=1)
-    noon = f"{day.isoformat()}T12:00:00Z"
-    materialize(data_dir, day, "--job", "news", now=noon)
+    data_dir = refreshed_at_noon(first_load)
     app = create_app(ApiSettings(data_dir=data_dir, live_markets=("crypto", "forex"), manifest_poll_seconds=0.05))  # fmt: skip
     with TestClient(app) as client:
         first = client.get(BRIEFS_ROUTE)
         assert first.status_code == 200, first.text
         etag = first.headers["ETag"]
-        materialize(data_dir, day, "--job", "news", now=noon)
+        materialize(data_dir, NEXT_DAY, "--job", "news", now=NOON)
         time.sleep(0.2)  # four polls of the manifest
         quiet = client.get(BRIEFS_ROUTE, headers={"If-None-Match": etag})
         assert quiet.status_code == 304
-        materialize(data_dir, day, "--job", "news", now=f"{day.isoformat()}T18:00:00Z")
+        materialize(data_dir, NEXT_DAY, "--job", "news", now=EVENING)
         deadline = time.monotonic() + 5
         while (answer := client.get(BRIEFS_ROUTE, headers={"If-None-Match": etag})).status_code == 304:  # fmt: skip
             assert time.monotonic() < deadline, "the refresh with new articles was not served"
