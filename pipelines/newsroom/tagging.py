@@ -308,9 +308,9 @@ def build_index(
     aliases: list[Alias] = []
     for symbol, name in pairs:
         aliases.extend(_instrument_aliases(symbol.upper(), name))
-    for symbol, texts_ in ALIASES.items():
+    for symbol, curated in ALIASES.items():
         target = symbol if symbol in known else None
-        aliases.extend(Alias(t, target, _kind(t)) for t in texts_)
+        aliases.extend(Alias(t, target, _kind(t)) for t in curated)
     if texts is not None:
         words = words_of(texts)
         aliases = [a for a in aliases if _can_match(a.text, words)]

@@ -155,11 +155,7 @@ class Warehouse:
         Normally every commit refreshes them; this repairs a refresh skipped while the file was
         locked, a database file deleted, or a warehouse moved.
         """
-        if self.duckdb_path is None:
-            return
-        manifest = read_manifest(self.root)
-        wanted = (manifest.version if manifest else 0, str(self.root.resolve()))
-        if views.views_version(self.duckdb_path, timeout=self.views_timeout) == wanted:
+        if self.duckdb_path is None or not self._views_behind(read_manifest(self.root)):
             return
         with self._locked():
             current = read_manifest(self.root)
@@ -230,18 +226,22 @@ class Warehouse:
         os.replace(temporary, directory / name)
         return f"{table}/market={market}/{name}"
 
+    def _views_behind(self, manifest: Manifest | None) -> bool:
+        """Whether the DuckDB views are not built from `manifest` of this root (ViewsLockedError
+        while another process holds the file)."""
+        if self.duckdb_path is None:
+            return False
+        wanted = (manifest.version if manifest else 0, str(self.root.resolve()))
+        return views.views_version(self.duckdb_path, timeout=self.views_timeout) != wanted
+
     def _views_at(self, manifest: Manifest) -> bool:
         """Whether the DuckDB views are built from `manifest`, refreshed first if they are not (a
         refresh skipped while the file was locked)."""
-        if self.duckdb_path is None:
-            return True
-        wanted = (manifest.version, str(self.root.resolve()))
         try:
-            if views.views_version(self.duckdb_path, timeout=self.views_timeout) == wanted:
-                return True
+            behind = self._views_behind(manifest)
         except views.ViewsLockedError:
             return False
-        return self._refresh_views(manifest)
+        return not behind or self._refresh_views(manifest)
 
     def _refresh_views(self, manifest: Manifest) -> bool:
         if self.duckdb_path is None:

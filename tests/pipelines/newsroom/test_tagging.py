@@ -173,3 +173,12 @@ def test_a_batchs_index_keeps_the_aliases_whose_first_word_is_not_ascii() -> Non
     texts = ["NESTLÉ and ørsted rise"]
     assert build_index(pairs, texts).tag(texts[0], None) == ["NESN", "ORSTED"]
     assert build_index(pairs).tag(texts[0], None) == ["NESN", "ORSTED"]
+
+
+def test_a_batchs_index_of_empty_texts_tags_nothing_as_the_whole_index_does() -> None:
+    for batch in ([], ["", "  ", "—"]):
+        restricted = build_index(STOCKS, batch)
+        assert restricted.symbols == frozenset()
+        assert [restricted.tag(t, None) for t in batch] == [
+            build_index(STOCKS).tag(t, None) for t in batch
+        ]
