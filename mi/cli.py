@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import importlib
 import os
 import sys
@@ -54,7 +55,11 @@ def run() -> None:
     takes half a second to a second, and nothing needs it: by then the command has closed the
     instance, its files and connections. The exit handlers still run and the streams are flushed.
     Tests call `main` (through click's runner), never this.
+
+    A native crash (a segmentation fault in a compiled library) prints every thread's Python
+    stack to stderr before the process dies, so the step and the line it was in are in the log.
     """
+    faulthandler.enable()
     try:
         main.main(prog_name="mi")
     except SystemExit as done:
