@@ -195,8 +195,9 @@ def _start_in_first_trend(labels: States, lengths: NDArray[np.int64]) -> States:
     """A series that starts neutral and turns within WARMUP_BARS starts in that trend: the signal
     needs MID_WINDOW bars before it can tell sideways from a trend."""
     turned = (labels != labels[:1]) & (np.arange(labels.shape[0])[:, None] < lengths[None, :])
-    first = np.where(turned.any(axis=0), turned.argmax(axis=0), labels.shape[0])
-    for j in np.flatnonzero((labels[0] == NEUTRAL) & (first < WARMUP_BARS)):
+    # A series that never turns stays neutral (one shorter than WARMUP_BARS among them).
+    first = turned.argmax(axis=0)
+    for j in np.flatnonzero(turned.any(axis=0) & (labels[0] == NEUTRAL) & (first < WARMUP_BARS)):
         labels[: first[j], j] = labels[first[j], j]
     return labels
 

@@ -157,6 +157,15 @@ def test_peak_gain_and_loss_are_percent_moves_from_the_start_close_on_8_bars() -
     assert second["last_updated"] == 5
 
 
+def test_a_listing_younger_than_the_warm_up_that_never_turns_stays_neutral() -> None:
+    """A symbol listed a few bars ago, alone in its panel (the day after its listing it is the
+    only one computed in full): its few bars are neutral, and labelling them does not fail."""
+    for days in (1, 2, method.WARMUP_BARS - 1):
+        history, segments = _trends({"NEW": np.full(days, 100.0)})
+        assert history["trend"].to_list() == ["neutral"] * days
+        assert segments["trend"].to_list() == ["neutral"]
+
+
 def test_strength_labels_follow_the_documented_bounds() -> None:
     signal = np.array([0.0, -0.99, 1.0, -1.5, 1.99, 2.0, -7.0])
     labels = [method.STRENGTHS[i] for i in method.strength(signal)]
