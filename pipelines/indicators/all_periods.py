@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from pipelines.compiled import kernel_input
 from pipelines.indicators import recursive
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
 from pipelines.indicators.panel import (
@@ -110,7 +111,7 @@ def flat_bars(bars: pl.DataFrame, by: Sequence[str] = ("symbol",)) -> tuple[Bars
         raise ValueError("bars must be sorted by symbol (each symbol's bars contiguous)")
 
     def column(name: str) -> NDArray[np.float64]:
-        return np.ascontiguousarray(bars[name].cast(pl.Float64).to_numpy(), dtype=np.float64)
+        return kernel_input(bars[name].cast(pl.Float64).to_numpy(), np.float64)
 
     flat = Bars(column("close"), column("high"), column("low"), column("volume"), offsets)
     return flat, bars[offsets[1:] - 1]
@@ -120,8 +121,7 @@ def panel_bars(p: Panels) -> Bars:
     """The panels' bars as `Bars` (symbols in panel column order)."""
     offsets = np.concatenate([[0], np.cumsum(p.lengths)]).astype(np.int64)
     close, high, low, volume = (
-        np.ascontiguousarray(p.to_long(x), dtype=np.float64)
-        for x in (p.close, p.high, p.low, p.volume)
+        kernel_input(p.to_long(x), np.float64) for x in (p.close, p.high, p.low, p.volume)
     )
     return Bars(close, high, low, volume, offsets)
 
@@ -279,9 +279,8 @@ def _members(bars: Bars, count: int, state: recursive.RecursiveState | None) -> 
         for name, values in recursive.latest(state).items():
             # MACD and OBV (one value per symbol) repeat on every period.
             grid = values[:, :count] if values.ndim == 2 else values[:, None]
-            _copy_finite(
-                np.broadcast_to(grid, (bars.symbols, count)), out[FLAT_MEMBERS.index(name)]
-            )
+            grid = kernel_input(np.broadcast_to(grid, (bars.symbols, count)), np.float64)
+            _copy_finite(grid, out[FLAT_MEMBERS.index(name)])
     return out
 
 

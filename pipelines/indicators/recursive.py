@@ -14,6 +14,7 @@ from numba import types
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
+from pipelines.compiled import kernel_input
 from pipelines.indicators.panel import MACD_PERIODS, PERIOD_MAX, PERIOD_MIN
 
 Floats = NDArray[np.float64]
@@ -564,7 +565,7 @@ def _advance_kernel(
 
 
 def _bars(values: Floats | Sequence[float]) -> Floats:
-    return np.ascontiguousarray(values, dtype=np.float64)
+    return kernel_input(values, np.float64)
 
 
 def _run(
@@ -578,7 +579,7 @@ def _run(
     quick: bool = True,
 ) -> tuple[RecursiveState, dict[str, Floats]]:
     close_, high_, low_, volume_ = (_bars(x) for x in (close, high, low, volume))
-    cuts = np.ascontiguousarray(offsets, dtype=np.int64)
+    cuts = kernel_input(offsets, np.int64)
     total = len(close_)
     if any(len(x) != total or x.ndim != 1 for x in (close_, high_, low_, volume_)):
         raise ValueError("close, high, low and volume must be 1-D arrays of the same length")

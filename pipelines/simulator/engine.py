@@ -9,6 +9,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from pipelines.compiled import kernel_input
+
 Panel = NDArray[np.float64]
 Mask = NDArray[np.bool_]
 Rows = NDArray[np.int64]
@@ -305,7 +307,7 @@ def _curves(equity: Panel, figures: Panel) -> None:
 def curve_figures(equity: Panel) -> tuple[Panel, Panel]:
     """Per column of an equity panel: (largest run-up, largest drawdown) as fractions."""
     figures = np.empty((2, equity.shape[1]))
-    _curves(np.ascontiguousarray(equity, dtype=np.float64), figures)
+    _curves(kernel_input(equity, np.float64), figures)
     return figures[0], figures[1]
 
 
@@ -355,16 +357,16 @@ def run_tasks(
     previous = numba.set_parallel_chunksize(_CHUNK)
     try:
         _run_tasks(
-            bars.close,
-            bars.high,
-            bars.low,
-            entry,
-            exit_signal,
-            bars.offset,
-            bars.length,
+            kernel_input(bars.close, np.float64),
+            kernel_input(bars.high, np.float64),
+            kernel_input(bars.low, np.float64),
+            kernel_input(entry, np.bool_),
+            kernel_input(exit_signal, np.bool_),
+            kernel_input(bars.offset, np.int64),
+            kernel_input(bars.length, np.int64),
             bars.rows,
-            task_column,
-            task_start,
+            kernel_input(task_column, np.int64),
+            kernel_input(task_start, np.int64),
             first,
             factors,
             np.array([costs.initial_investment, costs.fee, costs.slippage]),

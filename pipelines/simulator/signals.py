@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from pipelines.compiled import kernel_input
 from pipelines.indicators import recursive
 
 PERIODS = np.array([10, 14, 20, 30, 50], dtype=np.int64)
@@ -75,7 +76,7 @@ def advance(
     trending = state.trending.copy()
     out = np.zeros((len(new), 4), np.bool_)
     _signals(
-        closes["close"].to_numpy(),
+        kernel_input(closes["close"].to_numpy(), np.float64),
         offsets,
         before.bars - new_from,
         new_offsets,

@@ -18,6 +18,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
+from pipelines.compiled import kernel_input
 from pipelines.trends import method
 from pipelines.trends.frames import (
     TREND_NAMES,
@@ -66,7 +67,8 @@ def append_tables(
         bars.sort("symbol", "date"),
         tail.sort("symbol", "date"),
     )
-    machines = state.select(MACHINE).to_numpy().astype(np.int64)
+    # written in place by the kernel: a C-ordered copy (a frame converts column by column)
+    machines = np.array(state.select(MACHINE).to_numpy(), dtype=np.int64, order="C")
     emitted = _emitted(state, bars, tail, machines)
     first = emitted.group_by("symbol").agg(_first=pl.col("date").min())
     older = tail.join(first, on="symbol").filter(pl.col("date") < pl.col("_first"))
@@ -138,13 +140,13 @@ def _emitted(
     anchors = tail.filter(pl.int_range(pl.len(), 0, -1).over("symbol") <= REWRITABLE + 1)
     codes = anchors["trend"].replace_strict(_CODE, return_dtype=pl.Int8).to_numpy()
     short, mid, long_, signal, labels = _relabel(
-        bars["close"].to_numpy(),
-        bars["high"].to_numpy(),
-        bars["low"].to_numpy(),
+        kernel_input(bars["close"].to_numpy(), np.float64),
+        kernel_input(bars["high"].to_numpy(), np.float64),
+        kernel_input(bars["low"].to_numpy(), np.float64),
         offsets,
         (state["bars"].to_numpy() - CONTEXT_BARS).astype(np.int64),
         emit_from,
-        np.ascontiguousarray(codes.reshape(-1, REWRITABLE + 1)[:, 1:]),
+        kernel_input(codes.reshape(-1, REWRITABLE + 1)[:, 1:], np.int8),
         machines,
         out_offsets,
     )

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from pipelines.compiled import kernel_input
 from pipelines.indicators.kernels import Panel, rolling_sum
 
 SHORT_WINDOW = 20
@@ -126,7 +127,7 @@ def advance(
     """Label rows `start`.. of `labels` from `signal` (same length), carrying `machine`
     ([state, pending, run] after row start-1, updated in place). Rows before `start` hold the
     labels given so far; a confirmation may rewrite the last CONFIRM_BARS-1 of them."""
-    _advance(signal, labels, start, machine, ENTER, EXIT, CONFIRM_BARS)
+    _advance(kernel_input(signal, np.float64), labels, start, machine, ENTER, EXIT, CONFIRM_BARS)
 
 
 @numba.njit(cache=True)
@@ -167,7 +168,7 @@ def window_mean_at(x: NDArray[np.float64], first_row: int, row: int, n: int) -> 
     """`average(x, n)` on absolute row `row`, from `x` holding rows `first_row`.. of a series:
     the same additions in the same order as the block method (so the same bits), reading only the
     rows it needs (row - 2n + 1 on; from row 0 before the window fills)."""
-    return float(_window_mean_at(x, first_row, row, n))
+    return float(_window_mean_at(kernel_input(x, np.float64), first_row, row, n))
 
 
 @numba.njit(cache=True)
