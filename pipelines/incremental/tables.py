@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
+import numpy as np
 import polars as pl
 
 from pipelines.catalog import LocalStorage, PartitionFile, Table, WarehouseStorage
@@ -334,6 +335,25 @@ def _in_order(frame: pl.DataFrame, table: Table, files: int) -> pl.DataFrame:
     columns = order(table)
     if files <= 1:
         return frame
+    if columns == ["symbol", "date"]:
+        return _merged_by_symbol(frame)
     if columns[-1] == "date":
         return frame.sort(columns[:-1], maintain_order=True)
     return frame.sort(columns)
+
+
+def _merged_by_symbol(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows of files each sorted by (symbol, date), read one after the other in date order, in
+    (symbol, date) order: the runs of one symbol are moved, not the rows sorted.
+
+    The stable sort by symbol it replaces compared 1.6 million strings for a shard's history; this
+    finds the runs (one per symbol and file), orders those (thousands), and gathers the rows once.
+    """
+    symbol = frame["symbol"]
+    starts = np.flatnonzero(symbol.ne_missing(symbol.shift(1)).to_numpy())
+    lengths = np.diff(np.append(starts, frame.height))
+    # stable: a symbol's runs keep their files' order, which is its dates' order
+    runs = np.argsort(symbol.gather(starts).to_numpy(), kind="stable")
+    first, length = starts[runs], lengths[runs]
+    index = np.repeat(first - np.cumsum(length) + length, length) + np.arange(frame.height)
+    return frame[index]

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, RAW_NEWS, PartitionFile
 from pipelines.incremental.shards import Shard
 from pipelines.incremental.tables import (
     EVERYTHING,
+    _merged_by_symbol,
     append_segments,
     read_symbols,
     rewrite_snapshot,
@@ -311,3 +315,31 @@ def test_a_log_row_without_its_day_is_refused_and_nothing_is_written(tx: RunTran
         append_segments(tx, RAW_NEWS, "crypto", first, undated, PUBLISHED)
     written = sorted(p.name for p in (tx.store.root / "raw_news").rglob("*.parquet"))
     assert len(written) == len(first)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=0, max_size=6),
+    cuts=st.lists(st.integers(1, 80), max_size=5),
+)
+def test_segment_files_read_one_after_another_merge_into_symbol_and_date_order(
+    spans: list[tuple[int, int]], cuts: list[int]
+) -> None:
+    """Files each sorted by (symbol, date), split at dates and read in date order, come out as a
+    full sort by symbol then date would order them (listings, delistings and gaps included)."""
+    first = date(2024, 1, 1)
+    rows = pl.concat(
+        [
+            DAILY_PRICES.conform(bars(f"S{i}", first + timedelta(days=start), length))
+            for i, (start, length) in enumerate(spans)
+        ]
+        or [DAILY_PRICES.empty()]
+    ).with_columns(close=pl.int_range(pl.len()).cast(pl.Float64))
+    edges = [first + timedelta(days=c) for c in sorted(set(cuts))]
+    bounds = [date.min, *edges, date.max]
+    files = [
+        rows.filter((pl.col("date") >= lo) & (pl.col("date") < hi)).sort("symbol", "date")
+        for lo, hi in pairwise(bounds)
+    ]
+    read = _merged_by_symbol(pl.concat(files))
+    assert read.equals(rows.sort("symbol", "date"))
