@@ -356,4 +356,5 @@ def _merged_by_symbol(frame: pl.DataFrame) -> pl.DataFrame:
     runs = np.argsort(symbol.gather(starts).to_numpy(), kind="stable")
     first, length = starts[runs], lengths[runs]
     index = np.repeat(first - np.cumsum(length) + length, length) + np.arange(frame.height)
-    return frame[index]
+    # one chunk first: a gather across the files' chunks looks up each row's chunk (5x slower)
+    return frame.rechunk()[index]
