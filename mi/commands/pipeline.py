@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import logging
 import sys
@@ -174,7 +175,14 @@ def open_instance(settings: PipelineSettings) -> dg.DagsterInstance:
     home.mkdir(parents=True, exist_ok=True)
     overrides = _storage(home, settings.dagster_postgres_url)
     ref = InstanceRef.from_dir(str(home), config_dir=str(REPO_ROOT), overrides=overrides)
-    return dg.DagsterInstance.from_ref(ref)
+    # A new instance's SQLite storages create their tables and stamp their schema version as
+    # they open. Two commands opening a new data dir at once (a deployment's first daily run and
+    # its first news refresh) stamped it twice, and every later command failed on Alembic's
+    # "more than one head". So instances open one at a time (the lock is held for milliseconds
+    # once the files exist).
+    with (home / "open.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return dg.DagsterInstance.from_ref(ref)
 
 
 def _storage(home: Path, postgres_url: str | None) -> dict[str, object]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import dagster as dg
@@ -141,3 +143,34 @@ def test_a_table_found_once_is_not_looked_up_again_until_a_wipe(
         assert storage.has_table("asset_check_executions")
         assert asked.count("asset_check_executions") == 2
         assert instance.get_latest_materialization_event(dg.AssetKey("_answer")) is None
+
+
+def _open_at_once(home: str, start: Barrier) -> None:  # pragma: no cover - in a child process
+    start.wait()
+    with _instance(Path(home)):
+        pass
+
+
+def test_commands_opening_a_new_data_dir_at_once_leave_one_schema_version(tmp_path: Path) -> None:
+    """Four processes open the instance of a data dir that has none yet, released together: each
+    SQLite storage ends with one Alembic version (stamped twice, every later command failed on
+    "more than one head"), and the instance opens and runs afterwards."""
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(4)
+    openers = [context.Process(target=_open_at_once, args=(str(tmp_path), start)) for _ in range(4)]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(timeout=120)
+        assert opener.exitcode == 0
+    storage = tmp_path / "dagster" / "storage"
+    databases = sorted(storage.rglob("*.db"))
+    assert {db_file.name for db_file in databases} >= {"runs.db", "index.db", "schedules.db"}
+    for path in databases:
+        engine = db.create_engine(f"sqlite:///{path}")
+        with engine.connect() as connection:
+            versions = connection.execute(db.text("select count(*) from alembic_version"))
+            assert versions.scalar_one() == 1, path
+        engine.dispose()
+    with _instance(tmp_path) as instance:
+        _materialize(instance)
