@@ -346,8 +346,8 @@ def _merged_by_symbol(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows of files each sorted by (symbol, date), read one after the other in date order, in
     (symbol, date) order: the runs of one symbol are moved, not the rows sorted.
 
-    The stable sort by symbol it replaces compared 1.6 million strings for a shard's history; this
-    finds the runs (one per symbol and file), orders those (thousands), and gathers the rows once.
+    A stable sort by symbol compares every row's string (a shard's history: millions); this finds
+    the runs (one per symbol and file), orders those (thousands), and gathers the rows once.
     """
     symbol = frame["symbol"]
     starts = np.flatnonzero(symbol.ne_missing(symbol.shift(1)).to_numpy())
@@ -356,5 +356,6 @@ def _merged_by_symbol(frame: pl.DataFrame) -> pl.DataFrame:
     runs = np.argsort(symbol.gather(starts).to_numpy(), kind="stable")
     first, length = starts[runs], lengths[runs]
     index = np.repeat(first - np.cumsum(length) + length, length) + np.arange(frame.height)
-    # one chunk first: a gather across the files' chunks looks up each row's chunk (5x slower)
+    # one chunk first: a gather across the files' chunks looks up each row's chunk, several
+    # times slower than the copy that joins them
     return frame.rechunk()[index]
