@@ -61,3 +61,25 @@ def test_days_appended_from_state_equal_one_full_run(tmp_path: Path, market: str
     assert segments.equals(expected_segments)
     assert counts[0][FULL] == 5
     assert counts[-1][APPEND] == 5
+
+
+def test_the_days_after_a_listing_equal_one_full_run(tmp_path: Path) -> None:
+    """A symbol listed two bars before the first run is, on the next days, the only one of its
+    shard computed in full (too young to carry state): its few neutral bars label without
+    failing, and the days equal one full run of the last."""
+    bars = walks(SYMBOLS, 520, seed=11)
+    listed = (pl.col("symbol") != "NEW") | (pl.col("date") >= FIRST_DAY + timedelta(days=498))
+    source = Vendor(bars.filter(listed))
+    daily, once = Warehouse(tmp_path / "daily"), Warehouse(tmp_path / "once")
+    counts = []
+    for n, day in enumerate((500, 501, 502)):
+        through = FIRST_DAY + timedelta(days=day)
+        runs = run_day(daily, source, SYMBOLS, through, f"d{n}", [TRENDS], shard_symbols=8)
+        counts.append(runs[0].counts)
+    run_day(once, source, SYMBOLS, FIRST_DAY + timedelta(days=502), "once", [TRENDS])
+    history, segments = tables(daily)
+    expected_history, expected_segments = tables(once)
+    assert history.equals(expected_history)
+    assert segments.equals(expected_segments)
+    assert (counts[1][FULL], counts[1][APPEND]) == (1, 4)
+    assert history.filter(pl.col("symbol") == "NEW")["trend"].unique().to_list() == ["neutral"]
