@@ -329,16 +329,14 @@ def _in_order(frame: pl.DataFrame, table: Table, files: int) -> pl.DataFrame:
     """Rows read file after file in key order, sorted by the table's order.
 
     Every file is written sorted, so one file's rows already are; the segments of a series table
-    split its last order column (the date) in key order, so a stable sort on the columns before it
-    finishes the job (half the cost of a full sort on a shard's history).
+    (every one is ordered by symbol, then date) split the date in key order, so moving each
+    symbol's runs finishes the job; any other table is sorted.
     """
     columns = order(table)
     if files <= 1:
         return frame
     if columns == ["symbol", "date"]:
         return _merged_by_symbol(frame)
-    if columns[-1] == "date":
-        return frame.sort(columns[:-1], maintain_order=True)
     return frame.sort(columns)
 
 
