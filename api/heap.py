@@ -6,6 +6,9 @@ the permanent generation a full collection no longer walks it, only what the wor
 Frozen objects are still freed by reference counting; only a reference cycle among them waits
 until they are unfrozen. Used by the API's workers (`frozen_startup_heap`) and by `mi
 materialize` (`frozen_heap`, docs/pipeline.md).
+
+While that heap is being built (a command's imports and definitions), `collection_paused` holds
+automatic collections off: each one would walk the growing heap for garbage that is not there.
 """
 
 from __future__ import annotations
@@ -20,10 +23,32 @@ if TYPE_CHECKING:  # the pipeline command uses `frozen_heap` without the web sta
 
 
 @contextmanager
-def frozen_heap() -> Iterator[None]:
+def collection_paused() -> Iterator[None]:
+    """No automatic collection during the block (imports, building definitions): what it makes
+    lives as long as the process, and the collections a module's import set off walked every
+    module imported before it. Reference counting still frees what the block drops; a cycle it
+    drops waits for the next collection after the block (or, frozen with the rest by
+    `frozen_heap(collect=False)`, for the end of the frozen block)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextmanager
+def frozen_heap(collect: bool = True) -> Iterator[None]:
     """Freeze what the process has built so far for the block's duration, then unfreeze it, so
-    that a process that goes on collects those objects as before."""
-    gc.collect()  # garbage first: a frozen object is never collected as part of a cycle
+    that a process that goes on collects those objects as before.
+
+    `collect` first frees the garbage (a full collection), since a frozen object is never
+    collected as part of a cycle. Without it, a heap built under `collection_paused` is frozen as
+    it is, its few dropped cycles with it until the block ends: after `mi materialize`'s start-up
+    about 2,000 objects (0.4 MB), against 0.3 s for the collections that would find them."""
+    if collect:
+        gc.collect()
     gc.freeze()
     try:
         yield

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from api.heap import collection_paused
 from mi.commands import COMMANDS
 
 
@@ -33,7 +34,8 @@ class LazyGroup(click.Group):
         if target is None:
             return super().get_command(ctx, cmd_name)
         module, attribute = target.split(":")
-        command = getattr(importlib.import_module(module), attribute)
+        with collection_paused():  # the command's imports: long-lived, nothing to collect
+            command = getattr(importlib.import_module(module), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command

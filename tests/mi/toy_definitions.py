@@ -35,7 +35,7 @@ def _build() -> dg.AssetsDefinition:
         tx = warehouse.transaction(context.run.run_id, step_name(context))
         if freeze_count := os.environ.get("TOY_FREEZE_COUNT"):
             with open(freeze_count, "w") as out:
-                out.write(str(gc.get_freeze_count()))
+                out.write(f"{gc.get_freeze_count()} {gc.isenabled()}")
         symbols = ["AAA", "AAA"] if os.environ.get("TOY_DUPLICATE") else ["AAA", "BBB"]
         unique = True
         for market in run_options.markets:
