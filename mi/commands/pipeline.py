@@ -258,8 +258,10 @@ def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> Selection | No
 
 
 def job_of(module_name: str, name: str) -> dg.JobDefinition:
-    """A job of the module's Definitions (rebuilt this way in every step process)."""
-    return load_definitions(module_name).resolve_job_def(name)
+    """A job of the module's Definitions (rebuilt this way in every step process, with
+    collections paused as `materialize` builds them)."""
+    with collection_paused():
+        return load_definitions(module_name).resolve_job_def(name)
 
 
 @dataclass(frozen=True)
