@@ -167,7 +167,7 @@ def layer_job(markets: list[tuple[str, pl.DataFrame, pl.DataFrame]]) -> dict[str
         steps["trends_s"] += time.perf_counter() - start
         start = time.perf_counter()
         simulation = simulate(bars, Costs())
-        actions = scoring.current_actions(simulation)
+        actions = scoring.simulated_actions(simulation)
         scoring.scorecards(simulation.summaries, actions, instruments, segments)
         steps["simulator_s"] += time.perf_counter() - start
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux

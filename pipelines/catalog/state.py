@@ -196,6 +196,29 @@ STRATEGY_SIGNALS = Table(
     key=("market", "symbol", "date"),
 )
 
+BACKTEST_STATE = Table(
+    name="backtest_state",
+    description=(
+        "Per symbol, strategy and backtest window: what its run carries on from after the last "
+        "bar besides the stored trades and summary (pipelines/simulator/resume.py)."
+    ),
+    columns=(
+        Column("market", pl.String(), "market of the instrument"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column("strategy", pl.String(), "aggressive or conservative"),
+        Column("years", pl.Int32(), "the window, as in backtest_summaries"),
+        Column("peak", pl.Float64(), "running maximum of the window's equity"),
+        Column("trough", pl.Float64(), "running minimum of the window's equity"),
+        Column("drawdown", pl.Float64(), "largest fall from a running maximum (fraction, <= 0)"),
+        Column("run_up", pl.Float64(), "largest rise over a running minimum (fraction, >= 0)"),
+        Column("max_close", pl.Float64(), "highest close since the open trade's entry (NaN: flat)"),
+        Column(
+            "first_entry", pl.Date(), "day of the window's first trade (null: none)", nullable=True
+        ),
+    ),
+    key=("market", "symbol", "strategy", "years"),
+)
+
 STATE_TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -207,6 +230,7 @@ STATE_TABLES: dict[str, Table] = {
         BRIEFS_STATE,
         SIGNAL_STATE,
         STRATEGY_SIGNALS,
+        BACKTEST_STATE,
     )
 }
 """Every internal table by name (domain states register here as they are defined)."""

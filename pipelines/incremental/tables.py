@@ -61,14 +61,31 @@ def rewrite_snapshot(
     stored: Mapping[str, PartitionFile],
     rows: pl.DataFrame,
     replaced: Iterable[str],
+    dropped: pl.DataFrame | None = None,
 ) -> dict[str, PartitionFile]:
-    """The shard's new file: stored rows of symbols not in `replaced`, plus `rows`."""
+    """The shard's new file of `snapshot`'s rows."""
+    frame = snapshot(tx, table, stored, rows, replaced, dropped)
+    return {shard.key: tx.write_file(table, shard.key, frame)}
+
+
+def snapshot(
+    tx: RunTransaction,
+    table: Table,
+    stored: Mapping[str, PartitionFile],
+    rows: pl.DataFrame,
+    replaced: Iterable[str],
+    dropped: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """A shard's rows after an update, sorted: the stored rows of symbols not in `replaced` and
+    not matching a row of `dropped` (some of the table's key columns), plus `rows`."""
     gone = pl.Series(list(replaced), dtype=pl.String)
     kept = scan(tx.store.storage, stored.values(), table).filter(
         ~pl.col("symbol").is_in(gone.implode())
     )
+    if dropped is not None and dropped.height:
+        kept = kept.join(dropped.lazy(), on=dropped.columns, how="anti", maintain_order="left")
     frame = pl.concat([kept.collect(), table.conform(rows)], how="vertical_relaxed")
-    return {shard.key: tx.write_file(table, shard.key, sorted_by(frame, order(table)))}
+    return sorted_by(frame, order(table))
 
 
 def kept_or_written(

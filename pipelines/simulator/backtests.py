@@ -120,6 +120,10 @@ class Simulation:
     """Per strategy: the trades of the full-history run (for current actions), with `column`,
     `entry_row` and `exit_row` (rows from the symbol's first bar, -1 while open)."""
     market: Market
+    states: pl.DataFrame
+    """Per strategy, window and symbol (the summaries' rows): what a resumed run carries on from
+    (`pipelines.simulator.resume`): symbol, strategy, years, peak, trough, drawdown, run_up,
+    max_close."""
 
 
 def _dates(days: Rows) -> pl.Series:
@@ -286,7 +290,7 @@ def _simulate(
     market: Market, signals: dict[str, Mask], costs: Costs, strategies: tuple[str, ...]
 ) -> Simulation:
     windows = _windows(market)
-    all_trades, all_summaries = [], []
+    all_trades, all_summaries, all_states = [], [], []
     full_runs: dict[str, pl.DataFrame] = {}
     for name in strategies:
         strategy = BY_NAME[name]
@@ -302,12 +306,40 @@ def _simulate(
         trades = _trade_frame(market, runs, windows.column)
         all_trades.append(_window_trades(trades, runs, windows, name))
         all_summaries.append(_summary_frame(market, runs, trades, windows, costs, name))
+        all_states.append(_state_frame(market, runs, windows, name))
         full_runs[name] = _gather(trades, runs, windows.full)
     return Simulation(
         trades=pl.concat(all_trades, how="vertical_relaxed"),
         summaries=pl.concat(all_summaries, how="vertical_relaxed"),
         full_runs=full_runs,
         market=market,
+        states=pl.concat(all_states, how="vertical_relaxed"),
+    )
+
+
+def _state_frame(market: Market, runs: Runs, windows: _Windows, name: str) -> pl.DataFrame:
+    """Each window's carried state at its symbol's last bar (window by window, symbols in order)."""
+    window, column = np.nonzero(windows.kept)
+    task = windows.task[window, column]
+    traded = runs.count[task] > 0
+    first_trade = np.where(traded, runs.first[task], 0)
+    entry_row = runs.trades.entry_row[first_trade] if len(runs.trades.entry_row) else first_trade
+    return pl.DataFrame(
+        {
+            "first_entry": pl.select(
+                pl.when(pl.Series(traded)).then(
+                    market.dates(np.where(traded, entry_row, 0), column)
+                )
+            ).to_series(),
+            "symbol": pl.Series(market.symbols, dtype=pl.String).gather(column),
+            "strategy": pl.Series([name] * len(task), dtype=pl.String),
+            "years": pl.Series(windows.years[window], dtype=pl.Int32),
+            "peak": runs.peak[task],
+            "trough": runs.trough[task],
+            "drawdown": runs.drawdown[task],
+            "run_up": runs.run_up[task],
+            "max_close": runs.max_close[task],
+        }
     )
 
 

@@ -135,14 +135,20 @@ class Runs:
     drawdown: Panel
     """Largest fall of the equity curve from its running maximum (fraction, <= 0)."""
     in_position: Mask
+    peak: Panel
+    """Running maximum of the equity curve at the last bar (what a resumed run carries on from)."""
+    trough: Panel
+    """Running minimum of the equity curve at the last bar."""
+    max_close: Panel
+    """Highest close since the open trade's entry (the trailing stop's reference; NaN when flat)."""
 
 
 _TRADE_FLOATS = 7
 """entry_price, units, entry_fee, exit_price, exit_fee, highest, lowest (rows of `floats`)."""
 _CHUNK = 64
 """Tasks a thread takes at a time."""
-_TASK_FLOATS = 3
-"""final, run_up, drawdown (rows of `figures`)."""
+_TASK_FLOATS = 6
+"""final, run_up, drawdown, peak, trough, max_close (rows of `figures`)."""
 
 
 @numba.njit(cache=True)
@@ -175,6 +181,85 @@ def _curve_step(
     return peak, trough, _fmin(drawdown, equity / peak - 1.0), _fmax(run_up, equity / trough - 1.0)
 
 
+@numba.njit(cache=True, inline="always")
+def _bar(
+    t: int,
+    c: float,
+    high: float,
+    low: float,
+    entry: bool,
+    exit_signal: bool,
+    held: bool,
+    cash: float,
+    units: float,
+    start_price: float,
+    max_close: float,
+    highest: float,
+    lowest: float,
+    slot: int,
+    factors: Panel,
+    costs: Panel,
+    floats: Panel,
+    ints: Rows,
+) -> tuple[bool, float, float, float, float, float, float, int]:
+    """One bar's close of one run (row `t` of its symbol): a held position exits if a rule or the
+    exit signal fires, else a flat one with an entry signal buys with all its cash (not on the bar
+    it exited). Fills go to the trade `slot` (an entry takes the next one). Returns the run's state
+    after the bar: held, cash, units, start_price, max_close, highest, lowest, slot.
+
+    The one place a bar is traded: a run from its first row and a run resumed from carried state
+    step through the same arithmetic, so both come out bit for bit the same."""
+    stop_factor, trail_factor, take_factor = factors[0], factors[1], factors[2]
+    fee, slippage = costs[1], costs[2]
+    exited = False
+    if held:
+        highest = _fmax(highest, high)
+        lowest = _fmin(lowest, low)
+        max_close = _fmax(max_close, c)
+        code = NO_EXIT
+        if stop_factor == stop_factor and c <= start_price * stop_factor:
+            code = STOP_LOSS
+        elif trail_factor == trail_factor and c <= max_close * trail_factor:
+            code = TRAILING_STOP
+        elif take_factor == take_factor and c >= start_price * take_factor:
+            code = TAKE_PROFIT
+        elif exit_signal:
+            code = SIGNAL
+        if code != NO_EXIT:
+            price = c * (1.0 - slippage)
+            gross = units * price
+            paid = gross * fee
+            ints[1, slot] = t
+            ints[2, slot] = code
+            floats[3, slot] = price
+            floats[4, slot] = paid
+            floats[5, slot] = highest
+            floats[6, slot] = lowest
+            cash = gross - paid
+            units = 0.0
+            held = False
+            exited = True
+            start_price = max_close = highest = lowest = np.nan
+    if c == c and not held and not exited and entry:
+        price = c * (1.0 + slippage)
+        units = cash / (price * (1.0 + fee))
+        slot += 1
+        ints[0, slot] = t
+        ints[1, slot] = -1
+        ints[2, slot] = NO_EXIT
+        floats[0, slot] = price
+        floats[1, slot] = units
+        floats[2, slot] = units * price * fee
+        floats[3, slot] = np.nan
+        floats[4, slot] = 0.0
+        cash = 0.0
+        held = True
+        start_price = max_close = c
+        highest = high
+        lowest = low
+    return held, cash, units, start_price, max_close, highest, lowest, slot
+
+
 @numba.njit(cache=True, parallel=True)
 def _run_tasks(
     close: Panel,
@@ -203,11 +288,7 @@ def _run_tasks(
     factors: 1 - stop_loss, 1 - trailing_stop, 1 + take_profit (NaN = rule off); costs: initial
     cash, fee, slippage. Every formula keeps the numpy engine's operation order (bit-identical).
     """
-    stop_factor, trail_factor, take_factor = factors[0], factors[1], factors[2]
-    initial, fee, slippage = costs[0], costs[1], costs[2]
-    buy_factor = 1.0 + slippage
-    sell_factor = 1.0 - slippage
-    fee_factor = 1.0 + fee
+    initial = costs[0]
     with_equity = equity.size > 0
     for k in numba.prange(task_column.size):
         j = task_column[k]
@@ -228,53 +309,11 @@ def _run_tasks(
         for t in range(start, n):
             i = base + t
             c = close[i]
-            exited = False
-            if held:
-                highest = _fmax(highest, high[i])
-                lowest = _fmin(lowest, low[i])
-                max_close = _fmax(max_close, c)
-                code = NO_EXIT
-                if stop_factor == stop_factor and c <= start_price * stop_factor:
-                    code = STOP_LOSS
-                elif trail_factor == trail_factor and c <= max_close * trail_factor:
-                    code = TRAILING_STOP
-                elif take_factor == take_factor and c >= start_price * take_factor:
-                    code = TAKE_PROFIT
-                elif exit_signal[i]:
-                    code = SIGNAL
-                if code != NO_EXIT:
-                    price = c * sell_factor
-                    gross = units * price
-                    paid = gross * fee
-                    ints[1, slot] = t
-                    ints[2, slot] = code
-                    floats[3, slot] = price
-                    floats[4, slot] = paid
-                    floats[5, slot] = highest
-                    floats[6, slot] = lowest
-                    cash = gross - paid
-                    units = 0.0
-                    held = False
-                    exited = True
-                    start_price = max_close = highest = lowest = np.nan
+            held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
+                t, c, high[i], low[i], entry[i], exit_signal[i], held, cash, units,
+                start_price, max_close, highest, lowest, slot, factors, costs, floats, ints,
+            )  # fmt: skip
             live = c == c
-            if live and not held and not exited and entry[i]:
-                price = c * buy_factor
-                units = cash / (price * fee_factor)
-                slot += 1
-                ints[0, slot] = t
-                ints[1, slot] = -1
-                ints[2, slot] = NO_EXIT
-                floats[0, slot] = price
-                floats[1, slot] = units
-                floats[2, slot] = units * price * fee
-                floats[3, slot] = np.nan
-                floats[4, slot] = 0.0
-                cash = 0.0
-                held = True
-                start_price = max_close = c
-                highest = high[i]
-                lowest = low[i]
             value = cash + units * c if live else np.nan
             if with_equity and live:
                 equity[i] = value
@@ -288,6 +327,95 @@ def _run_tasks(
         figures[0, k] = final
         figures[1, k] = run_up
         figures[2, k] = drawdown
+        figures[3, k] = peak
+        figures[4, k] = trough
+        figures[5, k] = max_close
+        in_position[k] = held
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Each run's state at its symbol's last stored bar, what `resume_tasks` carries on from: the
+    position (the open trade's units, start price, highest close, highest high and lowest low) and
+    the equity curve's running figures."""
+
+    held: Mask
+    cash: Panel
+    """0 while held (an entry spends all the cash); the final equity when flat."""
+    units: Panel
+    start_price: Panel
+    max_close: Panel
+    highest: Panel
+    lowest: Panel
+    peak: Panel
+    trough: Panel
+    drawdown: Panel
+    run_up: Panel
+
+
+@numba.njit(cache=True)
+def _resume_tasks(
+    close: Panel,
+    high: Panel,
+    low: Panel,
+    entry: Mask,
+    exit_signal: Mask,
+    offset: Rows,
+    length: Rows,
+    task_column: Rows,
+    held_before: Mask,
+    state: Panel,
+    first: Rows,
+    factors: Panel,
+    costs: Panel,
+    floats: Panel,
+    ints: Rows,
+    count: Rows,
+    figures: Panel,
+    in_position: Mask,
+) -> None:
+    """`_run_tasks` from carried state over each symbol's new bars: a task's open trade (when it
+    holds one) is its first slot, entered before these bars (entry row -1); `state` rows are
+    cash, units, start_price, max_close, highest, lowest, peak, trough, drawdown, run_up."""
+    for k in range(task_column.size):
+        j = task_column[k]
+        base, n = offset[j], length[j]
+        held = held_before[k]
+        cash, units, start_price, max_close = state[0, k], state[1, k], state[2, k], state[3, k]
+        highest, lowest, peak, trough = state[4, k], state[5, k], state[6, k], state[7, k]
+        drawdown, run_up = state[8, k], state[9, k]
+        slot = first[k] - 1
+        if held:
+            slot += 1
+            ints[0, slot] = -1
+            ints[1, slot] = -1
+            ints[2, slot] = NO_EXIT
+            floats[0, slot] = np.nan
+            floats[1, slot] = units
+            floats[2, slot] = np.nan
+            floats[3, slot] = np.nan
+            floats[4, slot] = 0.0
+        final = np.nan
+        for t in range(n):
+            i = base + t
+            c = close[i]
+            held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
+                t, c, high[i], low[i], entry[i], exit_signal[i], held, cash, units,
+                start_price, max_close, highest, lowest, slot, factors, costs, floats, ints,
+            )  # fmt: skip
+            value = cash + units * c if c == c else np.nan
+            peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
+            final = value
+        if held:
+            floats[5, slot] = highest
+            floats[6, slot] = lowest
+        count[k] = slot + 1 - first[k]
+        figures[0, k] = final
+        figures[1, k] = run_up
+        figures[2, k] = drawdown
+        figures[3, k] = peak
+        figures[4, k] = trough
+        figures[5, k] = max_close
         in_position[k] = held
 
 
@@ -313,6 +441,51 @@ def curve_figures(equity: Panel) -> tuple[Panel, Panel]:
 
 def _factor(value: float | None, sign: float) -> float:
     return np.nan if value is None else 1.0 + sign * value
+
+
+def _factors(rules: ExitRules) -> Panel:
+    return np.array(
+        [
+            _factor(rules.stop_loss, -1.0),
+            _factor(rules.trailing_stop, -1.0),
+            _factor(rules.take_profit, 1.0),
+        ]
+    )
+
+
+def _runs(
+    first: Rows, floats: Panel, ints: Rows, count: Rows, figures: Panel, in_position: Mask
+) -> Runs:
+    """The kernels' slot arrays as Runs: the slots each task used, in task order."""
+    used = np.repeat(first[:-1], count) + ranks(count)
+    ints, floats = ints[:, used], floats[:, used]
+    trades = Trades(
+        task=np.repeat(np.arange(len(count)), count),
+        entry_row=ints[0],
+        exit_row=ints[1],
+        reason=ints[2],
+        entry_price=floats[0],
+        units=floats[1],
+        entry_fee=floats[2],
+        exit_price=floats[3],
+        exit_fee=floats[4],
+        highest=floats[5],
+        lowest=floats[6],
+    )
+    starts = np.zeros(len(count), np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    return Runs(
+        trades=trades,
+        count=count,
+        first=starts,
+        final=figures[0],
+        run_up=figures[1],
+        drawdown=figures[2],
+        in_position=in_position,
+        peak=figures[3],
+        trough=figures[4],
+        max_close=figures[5],
+    )
 
 
 def run_tasks(
@@ -346,13 +519,7 @@ def run_tasks(
     count = np.empty(len(task_column), np.int64)
     figures = np.empty((_TASK_FLOATS, len(task_column)))
     in_position = np.empty(len(task_column), np.bool_)
-    factors = np.array(
-        [
-            _factor(rules.stop_loss, -1.0),
-            _factor(rules.trailing_stop, -1.0),
-            _factor(rules.take_profit, 1.0),
-        ]
-    )
+    factors = _factors(rules)
     # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
     previous = numba.set_parallel_chunksize(_CHUNK)
     try:
@@ -379,33 +546,71 @@ def run_tasks(
         )
     finally:
         numba.set_parallel_chunksize(previous)
-    # the slots each task used, in task order
-    used = np.repeat(first[:-1], count) + ranks(count)
-    ints, floats = ints[:, used], floats[:, used]
-    trades = Trades(
-        task=np.repeat(np.arange(len(task_column)), count),
-        entry_row=ints[0],
-        exit_row=ints[1],
-        reason=ints[2],
-        entry_price=floats[0],
-        units=floats[1],
-        entry_fee=floats[2],
-        exit_price=floats[3],
-        exit_fee=floats[4],
-        highest=floats[5],
-        lowest=floats[6],
+    return _runs(first, floats, ints, count, figures, in_position)
+
+
+def resume_tasks(
+    bars: FlatBars,
+    entry: Mask,
+    exit_signal: Mask,
+    task_column: Rows,
+    carried: Carried,
+    rules: ExitRules,
+    costs: Costs,
+) -> Runs:
+    """Each task (a run of symbol task_column[k]) carried on from its state over its symbol's new
+    bars (`bars`, rows counted from the first new one), as `run_tasks` would have run them after
+    the stored ones. A task holding a position has its open trade as its first trade, with entry
+    row -1 and NaN entry price and fee (the stored trade knows them); `final` is NaN for a
+    symbol without new bars."""
+    news = bars.length[task_column]
+    counted = np.zeros(len(entry) + 1, np.int64)
+    np.cumsum(entry, out=counted[1:])
+    starts = bars.offset[task_column]
+    bound = carried.held.astype(np.int64) + counted[starts + news] - counted[starts]
+    first = np.zeros(len(task_column) + 1, np.int64)
+    np.cumsum(bound, out=first[1:])
+    slots = int(first[-1])
+    floats = np.empty((_TRADE_FLOATS, slots))
+    ints = np.empty((3, slots), np.int64)
+    count = np.empty(len(task_column), np.int64)
+    figures = np.empty((_TASK_FLOATS, len(task_column)))
+    in_position = np.empty(len(task_column), np.bool_)
+    state = np.stack(
+        [
+            carried.cash,
+            carried.units,
+            carried.start_price,
+            carried.max_close,
+            carried.highest,
+            carried.lowest,
+            carried.peak,
+            carried.trough,
+            carried.drawdown,
+            carried.run_up,
+        ]
+    ).astype(np.float64)
+    _resume_tasks(
+        kernel_input(bars.close, np.float64),
+        kernel_input(bars.high, np.float64),
+        kernel_input(bars.low, np.float64),
+        kernel_input(entry, np.bool_),
+        kernel_input(exit_signal, np.bool_),
+        kernel_input(bars.offset, np.int64),
+        kernel_input(bars.length, np.int64),
+        kernel_input(task_column, np.int64),
+        kernel_input(carried.held, np.bool_),
+        kernel_input(state, np.float64),
+        first,
+        _factors(rules),
+        np.array([costs.initial_investment, costs.fee, costs.slippage]),
+        floats,
+        ints,
+        count,
+        figures,
+        in_position,
     )
-    starts = np.zeros(len(task_column), np.int64)
-    np.cumsum(count[:-1], out=starts[1:])
-    return Runs(
-        trades=trades,
-        count=count,
-        first=starts,
-        final=figures[0],
-        run_up=figures[1],
-        drawdown=figures[2],
-        in_position=in_position,
-    )
+    return _runs(first, floats, ints, count, figures, in_position)
 
 
 def ranks(count: Rows) -> Rows:

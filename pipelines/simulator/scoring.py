@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Mapping
+
 import polars as pl
 
 from pipelines.simulator.backtests import Simulation
@@ -15,22 +16,18 @@ ACTION_POINTS: dict[str, float] = {"Buy": 1.0, "Hold": 0.75, "Stay": 0.25, "Sell
 """The current action's part of the score (entering or holding now is worth more)."""
 
 
-def _actions_of(sim: Simulation, name: str) -> pl.DataFrame:
-    """Buy / Sell / Hold / Stay of one strategy at each symbol's last bar, with the message parts."""
-    trades = sim.full_runs[name]
-    market = sim.market
-    last = pl.DataFrame({"column": np.arange(len(market.symbols)), "last": market.last})
-    latest = trades.sort("column", "entry_row").group_by("column").last()
-    state = last.with_columns(
-        symbol=pl.Series(market.symbols, dtype=pl.String),
-        date=market.last_dates(),
-    ).join(latest.drop("symbol"), on="column", how="left", maintain_order="left")
+def actions_of(trades: pl.DataFrame, last: pl.DataFrame, name: str) -> pl.DataFrame:
+    """Buy / Sell / Hold / Stay of one strategy at each symbol's last bar, with the message parts,
+    from its full-history run's trades (symbol, start_date, sell_date, closed, profit_percent,
+    exit_reason) and each symbol's last day (`last`: symbol, date; the rows' order)."""
+    latest = trades.sort("symbol", "start_date").group_by("symbol").last()
+    state = last.join(latest, on="symbol", how="left", maintain_order="left")
     # only a symbol's last trade can be open: it is in a position iff that trade is
     in_trade = (~pl.col("closed")).fill_null(False)
     action = (
-        pl.when(pl.col("entry_row") == pl.col("last"))
+        pl.when(pl.col("start_date") == pl.col("date"))
         .then(pl.lit("Buy"))
-        .when(pl.col("exit_row") == pl.col("last"))
+        .when(pl.col("sell_date") == pl.col("date"))
         .then(pl.lit("Sell"))
         .when("in_trade")
         .then(pl.lit("Hold"))
@@ -55,13 +52,22 @@ def _message(entry_reason: str) -> pl.Expr:
     )  # fmt: skip
 
 
-def current_actions(sim: Simulation) -> pl.DataFrame:
-    """symbol, strategy, action, message, date, in_trade: one row per symbol and strategy."""
+def current_actions(full_runs: Mapping[str, pl.DataFrame], last: pl.DataFrame) -> pl.DataFrame:
+    """symbol, strategy, action, message, date, in_trade: one row per symbol and strategy, from
+    each strategy's full-history trades (`actions_of`) and each symbol's last day."""
     frames = [
-        _actions_of(sim, name).with_columns(message=_message(BY_NAME[name].entry_reason))
-        for name in sim.full_runs
+        actions_of(trades, last, name).with_columns(message=_message(BY_NAME[name].entry_reason))
+        for name, trades in full_runs.items()
     ]
     return pl.concat(frames).select("symbol", "strategy", "action", "message", "date", "in_trade")
+
+
+def simulated_actions(sim: Simulation) -> pl.DataFrame:
+    """`current_actions` of a simulation's full-history runs."""
+    last = pl.DataFrame(
+        {"symbol": pl.Series(sim.market.symbols, dtype=pl.String), "date": sim.market.last_dates()}
+    )
+    return current_actions(sim.full_runs, last)
 
 
 def _squash(x: pl.Expr, scale: float) -> pl.Expr:

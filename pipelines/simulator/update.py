@@ -16,16 +16,18 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, STRATEGIES, TREND_SEGMENTS, Table
 from pipelines.catalog import trades as catalog
-from pipelines.catalog.state import SIGNAL_STATE, STRATEGY_SIGNALS
+from pipelines.catalog.state import BACKTEST_STATE, SIGNAL_STATE, STRATEGY_SIGNALS
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Domain, Files, ShardResult, ShardWork
 from pipelines.incremental.tables import (
     EVERYTHING,
+    by_shard,
     kept_or_written,
     order,
     read_symbols,
     rewrite_snapshot,
     scan,
+    snapshot,
     sorted_by,
     upsert_series,
 )
@@ -35,6 +37,7 @@ from pipelines.simulator import (
     checks,
     engine,
     metrics,
+    resume,
     scoring,
     signals,
     strategies,
@@ -42,11 +45,18 @@ from pipelines.simulator import (
 )
 from pipelines.simulator.engine import Costs
 
-TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE)
+TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE, BACKTEST_STATE)
 SIMULATED = (catalog.BACKTEST_TRADES, catalog.BACKTEST_SUMMARIES, catalog.CURRENT_ACTIONS)
 """Tables of a symbol's backtests: rewritten only for the symbols a run recomputes."""
 BAR_COLUMNS = ("close", "high", "low", "volume")
 """What the signals and the backtests read of a bar (besides its symbol and date)."""
+RESUMED = {
+    catalog.BACKTEST_TRADES: "trades",
+    catalog.BACKTEST_SUMMARIES: "summaries",
+    catalog.CURRENT_ACTIONS: "actions",
+    BACKTEST_STATE: "states",
+}
+"""The tables of carried-on windows, by the key `resume.resume` returns them under."""
 SCORED = (catalog.SCORECARDS, catalog.RECOMMENDATIONS)
 """Tables that also read other domains' current tables (names, running trends): rewritten for
 every symbol on every run."""
@@ -60,7 +70,9 @@ class SimulatorConfig:
     strategies: tuple[str, ...] = STRATEGIES
 
 
-VERSION = code_version(recursive, signals, strategies, engine, backtests, trades, metrics, scoring)
+VERSION = code_version(
+    recursive, signals, strategies, engine, backtests, trades, metrics, scoring, resume
+)
 """The code the signals and backtests are computed with: a change recomputes every symbol.
 Hashed when the code is imported: the source that runs, even if its files are edited later."""
 
@@ -86,24 +98,24 @@ def simulator_domain(config: SimulatorConfig) -> Domain:
 
 def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
     """The shard's new files: signals of full symbols from their first bar and of appended ones
-    from their state, then every window of both replayed; removed symbols dropped."""
+    from their state; the windows of appended symbols carried on over their new bars where they
+    can be (`resume`), every other window of both replayed; removed symbols dropped."""
     full, appended, removed = work.symbols(FULL), work.symbols(APPEND), work.symbols(REMOVED)
     processed = [*full, *appended]
-    # Every window is replayed from the symbols' whole history: read it once, for the signals too.
-    bars = work.bars(processed, columns=BAR_COLUMNS) if processed else DAILY_PRICES.empty()
+    carried = work.state.filter(pl.col("symbol").is_in(appended)).sort("symbol")
+    since = dict(zip(carried["symbol"].to_list(), carried["context_start"].to_list(), strict=True))
+    # The signals of appended symbols need their last CONTEXT_BARS; only replays need the rest.
+    bars = work.bars(processed, since, columns=BAR_COLUMNS) if processed else DAILY_PRICES.empty()
     state_rows, signal_rows = [], []
     if full:
         mine = bars.filter(pl.col("symbol").is_in(pl.Series(full, dtype=pl.String).implode()))
         state, frame = signals.advance(signals.empty(full), mine, np.zeros(len(full), np.int64))
         state_rows.append(_state_frame(work, state, mine))
         signal_rows.append(frame)
+    new_bars = DAILY_PRICES.empty().select("symbol", "date", *BAR_COLUMNS)
+    new_signals = STRATEGY_SIGNALS.empty()
     if appended:
-        carried = work.state.filter(pl.col("symbol").is_in(appended)).sort("symbol")
-        context = (
-            bars.join(carried.select("symbol", "context_start"), on="symbol", maintain_order="left")
-            .filter(pl.col("date") >= pl.col("context_start"))
-            .drop("context_start")
-        )
+        context = bars.filter(pl.col("symbol").is_in(pl.Series(appended).implode()))
         stored = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
             pl.col("date") <= pl.col("last_date")
         )
@@ -117,7 +129,11 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
         )
         state_rows.append(_state_frame(work, state, context))
         signal_rows.append(frame)
-    new_signals = _conformed(signal_rows, STRATEGY_SIGNALS, work.shard.market)
+        new_bars = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
+            pl.col("date") > pl.col("last_date")
+        )
+        new_signals = frame
+    appended_signals = _conformed(signal_rows, STRATEGY_SIGNALS, work.shard.market)
     cutoffs = dict.fromkeys([*full, *removed], EVERYTHING)
     files = {
         STRATEGY_SIGNALS.name: upsert_series(
@@ -125,14 +141,40 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             STRATEGY_SIGNALS,
             work.shard,
             work.stored[STRATEGY_SIGNALS.name],
-            new_signals,
+            appended_signals,
             cutoffs,
         )
     }
-    tables = _backtests(work, processed, bars, files[STRATEGY_SIGNALS.name], config)
+    backtested = _stored(work, appended)
+    windows = _carried_windows(work, appended, backtested)
+    kept_on = set(windows["symbol"].unique().to_list())
+    replayed = [s for s in processed if s not in kept_on]
+    tables = _backtests(work, replayed, bars, full, files[STRATEGY_SIGNALS.name], config)
+    dropped = None
+    if kept_on:
+        wanted = pl.col("symbol").is_in(pl.Series(sorted(kept_on), dtype=pl.String).implode())
+        on = resume.resume(
+            windows,
+            backtested,
+            new_bars.filter(wanted),
+            new_signals.filter(wanted),
+            config.costs,
+            lambda symbols: _closed_trades(work, symbols),
+        )
+        dropped = on.dropped
+        for table in RESUMED:
+            tables[table.name] = pl.concat(
+                [tables[table.name], table.conform(_in_market(getattr(on, RESUMED[table]), work))],
+                how="vertical_relaxed",
+            )
     tables[SIGNAL_STATE.name] = _conformed(state_rows, SIGNAL_STATE, work.shard.market)
     replaced = [*processed, *removed]
-    for table in (*SIMULATED, SIGNAL_STATE):
+    for table in (
+        catalog.BACKTEST_SUMMARIES,
+        catalog.CURRENT_ACTIONS,
+        SIGNAL_STATE,
+        BACKTEST_STATE,
+    ):
         files[table.name] = (
             rewrite_snapshot(
                 work.tx, table, work.shard, work.stored[table.name], tables[table.name], replaced
@@ -140,14 +182,85 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             if replaced
             else dict(work.stored[table.name])
         )
+    # A carried-on symbol's trades are replaced where they changed; the checks see all of them.
+    trade_table, key = catalog.BACKTEST_TRADES, work.shard.key
+    if replaced:
+        every = snapshot(
+            work.tx,
+            trade_table,
+            work.stored[trade_table.name],
+            tables[trade_table.name],
+            [*replayed, *removed],
+            dropped,
+        )
+        files[trade_table.name] = {key: work.tx.write_file(trade_table, key, every)}
+        tables[trade_table.name] = every.filter(
+            pl.col("symbol").is_in(pl.Series(processed, dtype=pl.String).implode())
+        )
+    else:
+        files[trade_table.name] = dict(work.stored[trade_table.name])
     scored = _scored(work, files)
-    key = work.shard.key
     for table in SCORED:
         # Every symbol's rows, rewritten each run; a run with nothing new keeps the stored file.
         current = work.stored[table.name].get(key)
         ordered = sorted_by(scored[table.name], order(table))
         files[table.name] = {key: kept_or_written(work.tx, table, key, ordered, current)}
     return ShardResult(files, {**{t.name: tables[t.name] for t in SIMULATED}, **scored})
+
+
+def _stored(work: ShardWork, symbols: list[str]) -> resume.Stored:
+    """The shard's stored backtests of `symbols` that their windows carry on from."""
+    storage = work.tx.store.storage
+    if not symbols:
+        return resume.Stored(
+            summaries=catalog.BACKTEST_SUMMARIES.empty(),
+            states=BACKTEST_STATE.empty(),
+            open_trades=catalog.BACKTEST_TRADES.empty(),
+        )
+    wanted = pl.Series(symbols, dtype=pl.String).implode()
+    open_trades = scan(
+        storage, work.stored[catalog.BACKTEST_TRADES.name].values(), catalog.BACKTEST_TRADES
+    ).filter(pl.col("symbol").is_in(wanted) & (pl.col("action") == "Buy"))
+    summaries, states = (
+        read_symbols(storage, t, work.stored[t.name], symbols)
+        for t in (catalog.BACKTEST_SUMMARIES, BACKTEST_STATE)
+    )
+    return resume.Stored(summaries=summaries, states=states, open_trades=open_trades.collect())
+
+
+def _closed_trades(work: ShardWork, symbols: list[str]) -> pl.DataFrame:
+    """The stored closed trades of `symbols`."""
+    wanted = pl.Series(symbols, dtype=pl.String).implode()
+    files = work.stored[catalog.BACKTEST_TRADES.name].values()
+    return (
+        scan(work.tx.store.storage, files, catalog.BACKTEST_TRADES)
+        .filter(pl.col("symbol").is_in(wanted) & (pl.col("action") == "Sell"))
+        .collect()
+    )
+
+
+def _carried_windows(work: ShardWork, appended: list[str], stored: resume.Stored) -> pl.DataFrame:
+    """The windows of the appended symbols that every window of can be carried on, with their new
+    first bars (`resume.windows`, `resume.start_bars`); empty when there are none."""
+    if not appended:
+        return pl.DataFrame(schema={"symbol": pl.String})
+    prices = work.prices.filter(pl.col("symbol").is_in(appended))
+    candidates = resume.windows(stored, prices).filter("carried")
+    if candidates.is_empty():
+        return candidates
+    symbols = candidates["symbol"].unique().to_list()
+    files = work.tx.partitions(DAILY_PRICES.name, work.shard.market)
+    near = (
+        scan(work.tx.store.storage, by_shard(files).get(work.shard, {}).values(), DAILY_PRICES)
+        .select("symbol", "date", "close")
+        .filter(pl.col("symbol").is_in(symbols) & resume.day_filter(candidates))
+        .collect()
+    )
+    return resume.start_bars(candidates, near)
+
+
+def _in_market(frame: pl.DataFrame, work: ShardWork) -> pl.DataFrame:
+    return frame.with_columns(market=pl.lit(work.shard.market, pl.String))
 
 
 def _scored(work: ShardWork, files: Mapping[str, Files]) -> dict[str, pl.DataFrame]:
@@ -186,26 +299,31 @@ def _backtests(
     work: ShardWork,
     symbols: list[str],
     bars: pl.DataFrame,
+    whole: list[str],
     signal_files: Files,
     config: SimulatorConfig,
 ) -> dict[str, pl.DataFrame]:
-    """Trades, summaries and current actions of `symbols`: every window replayed from their bars
-    and stored signals."""
+    """Trades, summaries, current actions and carried state of `symbols`: every window replayed
+    from their bars and stored signals. `bars` holds the whole history of the symbols in `whole`;
+    the others' is read."""
     if not symbols:
-        return {t.name: t.empty() for t in SIMULATED}
+        return {t.name: t.empty() for t in (*SIMULATED, BACKTEST_STATE)}
+    read = [s for s in symbols if s not in set(whole)]
+    history = bars.filter(pl.col("symbol").is_in(pl.Series(whole, dtype=pl.String).implode()))
+    if read:
+        history = pl.concat([history, work.bars(read, columns=BAR_COLUMNS)]).sort("symbol", "date")
     # The signal columns alone: the market's strings would only add to the read and the sort.
     storage, columns = work.tx.store.storage, backtests.SIGNAL_COLUMNS
     stored = read_symbols(storage, STRATEGY_SIGNALS, signal_files, symbols, columns=columns)
-    sim = backtests.simulate_with_signals(bars, stored, config.costs, config.strategies)
-    market = work.shard.market
+    sim = backtests.simulate_with_signals(history, stored, config.costs, config.strategies)
     frames = {
         catalog.BACKTEST_TRADES.name: sim.trades,
         catalog.BACKTEST_SUMMARIES.name: sim.summaries,
-        catalog.CURRENT_ACTIONS.name: scoring.current_actions(sim),
+        catalog.CURRENT_ACTIONS.name: scoring.simulated_actions(sim),
+        BACKTEST_STATE.name: sim.states,
     }
     return {
-        t.name: t.conform(frames[t.name].with_columns(market=pl.lit(market, pl.String)))
-        for t in SIMULATED
+        t.name: t.conform(_in_market(frames[t.name], work)) for t in (*SIMULATED, BACKTEST_STATE)
     }
 
 

@@ -87,7 +87,9 @@ def simulation(closes: dict[str, list[float]], entries: list[int], exits: list[i
     start = np.zeros(len(market.symbols), np.int64)
     runs = run_tasks(market.bars, entry, exit_signal, columns, start, ExitRules(), FREE)
     empty = pl.DataFrame()
-    return Simulation(empty, empty, {"aggressive": _trade_frame(market, runs, columns)}, market)
+    return Simulation(
+        empty, empty, {"aggressive": _trade_frame(market, runs, columns)}, market, empty
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,7 +100,7 @@ def test_the_action_is_what_the_strategy_did_on_the_latest_bar(
     entries: list[int], exits: list[int], action: str
 ) -> None:
     sim = simulation({"AAA": [10, 11, 12, 13, 14]}, entries, exits)
-    row = scoring.current_actions(sim).row(0, named=True)
+    row = scoring.simulated_actions(sim).row(0, named=True)
     assert row["action"] == action
     assert row["date"] == date(2024, 1, 5)
     assert row["message"].startswith(action if action != "Stay" else "Stay out")

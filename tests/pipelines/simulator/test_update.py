@@ -1,0 +1,78 @@
+"""The trade simulator updated day by day through the warehouse equals one full run of the last day.
+
+Most windows are carried on from their stored state over the new bars (`pipelines.simulator.resume`);
+a window whose start passes its first trade, a new yearly window, a listing are replayed. Either
+way every table equals what one run from the first bar writes.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from pipelines.catalog import trades as catalog
+from pipelines.catalog.state import BACKTEST_STATE
+from pipelines.incremental.modes import APPEND
+from pipelines.simulator import resume as resume_module
+from pipelines.simulator.update import SimulatorConfig, simulator_domain
+from pipelines.warehouse.store import Warehouse
+from tests.pipelines.synthetic import FIRST_DAY, Vendor, run_day, walks
+
+SYMBOLS = ["AAA", "BBB", "CCC", "DDD", "EEE", "NEW"]
+SIMULATOR = simulator_domain(SimulatorConfig())
+TABLES = (*catalog.TABLES, BACKTEST_STATE)
+
+
+def tables(warehouse: Warehouse) -> dict[str, pl.DataFrame]:
+    return {t.name: warehouse.read(t).sort(list(t.key)) for t in TABLES}
+
+
+@pytest.fixture
+def carried_on(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Symbols whose windows each run carried on (not replayed), run by run."""
+    counts: list[int] = []
+    original = resume_module.resume
+
+    def counting(windows: pl.DataFrame, *args: object, **kwargs: object) -> object:
+        counts.append(windows["symbol"].n_unique())
+        return original(windows, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resume_module, "resume", counting)
+    return counts
+
+
+@pytest.mark.parametrize("market", ["crypto", "forex"])
+def test_days_carried_on_or_replayed_equal_one_full_run(
+    tmp_path: Path, market: str, carried_on: list[int]
+) -> None:
+    bars = walks(SYMBOLS, 1200, seed=5)
+    listed_late = (pl.col("symbol") != "NEW") | (pl.col("date") >= FIRST_DAY + timedelta(days=700))
+    source = Vendor(bars.filter(listed_late), market)
+    daily = Warehouse(tmp_path / "daily")
+    # one day at a time (weekends included), a pause of several days, the history reaching its
+    # third year (a new window), and a stretch of single days
+    days = [690, 691, 692, 693, 694, 700, 701, 729, 730, 731, 732, 733, *range(734, 760)]
+    modes = []
+    for n, day in enumerate(days):
+        runs = run_day(
+            daily, source, SYMBOLS, FIRST_DAY + timedelta(days=day), f"d{n}", [SIMULATOR], market
+        )
+        modes.append(runs[0].counts)
+        compare(daily, tmp_path / f"once{n}", source, FIRST_DAY + timedelta(days=day), market)
+    assert modes[-1][APPEND] == len(SYMBOLS)
+    # most runs carried every symbol's windows on; some replayed a symbol (a start passed a trade)
+    assert max(carried_on) == len(SYMBOLS)
+    assert min(carried_on) < len(SYMBOLS) - 1
+
+
+def compare(daily: Warehouse, path: Path, source: Vendor, day: date, market: str) -> None:
+    """Every table of `daily` equals one run of `day` on a fresh warehouse."""
+    once = Warehouse(path)
+    run_day(once, source, SYMBOLS, day, "once", [SIMULATOR], market)
+    got, expected = tables(daily), tables(once)
+    for name, frame in expected.items():
+        assert_frame_equal(got[name], frame, rel_tol=1e-9, abs_tol=0.0, check_exact=False)
