@@ -260,6 +260,40 @@ def _bar(
     return held, cash, units, start_price, max_close, highest, lowest, slot
 
 
+@numba.njit(cache=True, inline="always")
+def _close_task(
+    k: int,
+    slot: int,
+    held: bool,
+    highest: float,
+    lowest: float,
+    first: Rows,
+    floats: Panel,
+    count: Rows,
+    in_position: Mask,
+    final: float,
+    run_up: float,
+    drawdown: float,
+    peak: float,
+    trough: float,
+    max_close: float,
+    figures: Panel,
+) -> None:
+    """Task k's end: an open trade's highest high and lowest low so far, its trade count, whether
+    it holds, and its figures (rows of `figures`: _TASK_FLOATS)."""
+    if held:
+        floats[5, slot] = highest
+        floats[6, slot] = lowest
+    count[k] = slot + 1 - first[k]
+    in_position[k] = held
+    figures[0, k] = final
+    figures[1, k] = run_up
+    figures[2, k] = drawdown
+    figures[3, k] = peak
+    figures[4, k] = trough
+    figures[5, k] = max_close
+
+
 @numba.njit(cache=True, parallel=True)
 def _run_tasks(
     close: Panel,
@@ -320,17 +354,10 @@ def _run_tasks(
             peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
             if t == n - 1:
                 final = value
-        if held:
-            floats[5, slot] = highest
-            floats[6, slot] = lowest
-        count[k] = slot + 1 - first[k]
-        figures[0, k] = final
-        figures[1, k] = run_up
-        figures[2, k] = drawdown
-        figures[3, k] = peak
-        figures[4, k] = trough
-        figures[5, k] = max_close
-        in_position[k] = held
+        _close_task(
+            k, slot, held, highest, lowest, first, floats, count, in_position,
+            final, run_up, drawdown, peak, trough, max_close, figures,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -406,17 +433,10 @@ def _resume_tasks(
             value = cash + units * c if c == c else np.nan
             peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
             final = value
-        if held:
-            floats[5, slot] = highest
-            floats[6, slot] = lowest
-        count[k] = slot + 1 - first[k]
-        figures[0, k] = final
-        figures[1, k] = run_up
-        figures[2, k] = drawdown
-        figures[3, k] = peak
-        figures[4, k] = trough
-        figures[5, k] = max_close
-        in_position[k] = held
+        _close_task(
+            k, slot, held, highest, lowest, first, floats, count, in_position,
+            final, run_up, drawdown, peak, trough, max_close, figures,
+        )  # fmt: skip
 
 
 @numba.njit(cache=True)
@@ -441,6 +461,39 @@ def curve_figures(equity: Panel) -> tuple[Panel, Panel]:
 
 def _factor(value: float | None, sign: float) -> float:
     return np.nan if value is None else 1.0 + sign * value
+
+
+def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask]:
+    """The kernels' outputs for tasks of at most bound[k] trades each: first slots, trade floats
+    and ints, trade counts, figures and whether each task holds at the end."""
+    tasks = len(bound)
+    first = np.zeros(tasks + 1, np.int64)
+    np.cumsum(bound, out=first[1:])
+    slots = int(first[-1])
+    return (
+        first,
+        np.empty((_TRADE_FLOATS, slots)),
+        np.empty((3, slots), np.int64),
+        np.empty(tasks, np.int64),
+        np.empty((_TASK_FLOATS, tasks)),
+        np.empty(tasks, np.bool_),
+    )
+
+
+def _bar_inputs(
+    bars: FlatBars, entry: Mask, exit_signal: Mask
+) -> tuple[Panel, Panel, Panel, Mask, Mask, Rows, Rows]:
+    """What both kernels read of the bars: close, high, low, the signals, offsets and lengths, each
+    as `kernel_input` (one array type per argument, so one compiled specialization)."""
+    return (
+        kernel_input(bars.close, np.float64),
+        kernel_input(bars.high, np.float64),
+        kernel_input(bars.low, np.float64),
+        kernel_input(entry, np.bool_),
+        kernel_input(exit_signal, np.bool_),
+        kernel_input(bars.offset, np.int64),
+        kernel_input(bars.length, np.int64),
+    )
 
 
 def _factors(rules: ExitRules) -> Panel:
@@ -511,26 +564,13 @@ def run_tasks(
     np.cumsum(entry, out=counted[1:])
     # every trade starts on an entry signal of its window: their number bounds the trades
     bound = counted[ends] - counted[np.minimum(bars.offset[task_column] + task_start, ends)]
-    first = np.zeros(len(task_column) + 1, np.int64)
-    np.cumsum(bound, out=first[1:])
-    slots = int(first[-1])
-    floats = np.empty((_TRADE_FLOATS, slots))
-    ints = np.empty((3, slots), np.int64)
-    count = np.empty(len(task_column), np.int64)
-    figures = np.empty((_TASK_FLOATS, len(task_column)))
-    in_position = np.empty(len(task_column), np.bool_)
+    first, floats, ints, count, figures, in_position = _outputs(bound)
     factors = _factors(rules)
     # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
     previous = numba.set_parallel_chunksize(_CHUNK)
     try:
         _run_tasks(
-            kernel_input(bars.close, np.float64),
-            kernel_input(bars.high, np.float64),
-            kernel_input(bars.low, np.float64),
-            kernel_input(entry, np.bool_),
-            kernel_input(exit_signal, np.bool_),
-            kernel_input(bars.offset, np.int64),
-            kernel_input(bars.length, np.int64),
+            *_bar_inputs(bars, entry, exit_signal),
             bars.rows,
             kernel_input(task_column, np.int64),
             kernel_input(task_start, np.int64),
@@ -568,14 +608,7 @@ def resume_tasks(
     np.cumsum(entry, out=counted[1:])
     starts = bars.offset[task_column]
     bound = carried.held.astype(np.int64) + counted[starts + news] - counted[starts]
-    first = np.zeros(len(task_column) + 1, np.int64)
-    np.cumsum(bound, out=first[1:])
-    slots = int(first[-1])
-    floats = np.empty((_TRADE_FLOATS, slots))
-    ints = np.empty((3, slots), np.int64)
-    count = np.empty(len(task_column), np.int64)
-    figures = np.empty((_TASK_FLOATS, len(task_column)))
-    in_position = np.empty(len(task_column), np.bool_)
+    first, floats, ints, count, figures, in_position = _outputs(bound)
     state = np.stack(
         [
             carried.cash,
@@ -591,13 +624,7 @@ def resume_tasks(
         ]
     ).astype(np.float64)
     _resume_tasks(
-        kernel_input(bars.close, np.float64),
-        kernel_input(bars.high, np.float64),
-        kernel_input(bars.low, np.float64),
-        kernel_input(entry, np.bool_),
-        kernel_input(exit_signal, np.bool_),
-        kernel_input(bars.offset, np.int64),
-        kernel_input(bars.length, np.int64),
+        *_bar_inputs(bars, entry, exit_signal),
         kernel_input(task_column, np.int64),
         kernel_input(carried.held, np.bool_),
         kernel_input(state, np.float64),
