@@ -106,34 +106,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
     since = dict(zip(carried["symbol"].to_list(), carried["context_start"].to_list(), strict=True))
     # The signals of appended symbols need their last CONTEXT_BARS; only replays need the rest.
     bars = work.bars(processed, since, columns=BAR_COLUMNS) if processed else DAILY_PRICES.empty()
-    state_rows, signal_rows = [], []
-    if full:
-        mine = bars.filter(pl.col("symbol").is_in(pl.Series(full, dtype=pl.String).implode()))
-        state, frame = signals.advance(signals.empty(full), mine, np.zeros(len(full), np.int64))
-        state_rows.append(_state_frame(work, state, mine))
-        signal_rows.append(frame)
-    new_bars = DAILY_PRICES.empty().select("symbol", "date", *BAR_COLUMNS)
-    new_signals = STRATEGY_SIGNALS.empty()
-    if appended:
-        context = bars.filter(pl.col("symbol").is_in(pl.Series(appended).implode()))
-        stored = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
-            pl.col("date") <= pl.col("last_date")
-        )
-        counts = carried.select("symbol").join(
-            stored.group_by("symbol").len(), on="symbol", how="left", maintain_order="left"
-        )
-        state, frame = signals.advance(
-            signals.from_frame(carried),
-            context,
-            counts["len"].fill_null(0).to_numpy().astype(np.int64),
-        )
-        state_rows.append(_state_frame(work, state, context))
-        signal_rows.append(frame)
-        new_bars = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
-            pl.col("date") > pl.col("last_date")
-        )
-        new_signals = frame
-    appended_signals = _conformed(signal_rows, STRATEGY_SIGNALS, work.shard.market)
+    advanced = _advance(work, full, carried, bars)
     cutoffs = dict.fromkeys([*full, *removed], EVERYTHING)
     files = {
         STRATEGY_SIGNALS.name: upsert_series(
@@ -141,7 +114,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             STRATEGY_SIGNALS,
             work.shard,
             work.stored[STRATEGY_SIGNALS.name],
-            appended_signals,
+            _conformed(advanced.signal_rows, STRATEGY_SIGNALS, work.shard.market),
             cutoffs,
         )
     }
@@ -156,8 +129,8 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
         on = resume.resume(
             windows,
             backtested,
-            new_bars.filter(wanted),
-            new_signals.filter(wanted),
+            advanced.new_bars.filter(wanted),
+            advanced.new_signals.filter(wanted),
             config.costs,
             lambda symbols: _closed_trades(work, symbols),
         )
@@ -167,45 +140,97 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
                 [tables[table.name], table.conform(_in_market(getattr(on, RESUMED[table]), work))],
                 how="vertical_relaxed",
             )
-    tables[SIGNAL_STATE.name] = _conformed(state_rows, SIGNAL_STATE, work.shard.market)
-    replaced = [*processed, *removed]
-    for table in (
-        catalog.BACKTEST_SUMMARIES,
-        catalog.CURRENT_ACTIONS,
-        SIGNAL_STATE,
-        BACKTEST_STATE,
-    ):
-        files[table.name] = (
-            rewrite_snapshot(
-                work.tx, table, work.shard, work.stored[table.name], tables[table.name], replaced
-            )
-            if replaced
-            else dict(work.stored[table.name])
-        )
-    # A carried-on symbol's trades are replaced where they changed; the checks see all of them.
-    trade_table, key = catalog.BACKTEST_TRADES, work.shard.key
-    if replaced:
-        every = snapshot(
-            work.tx,
-            trade_table,
-            work.stored[trade_table.name],
-            tables[trade_table.name],
-            [*replayed, *removed],
-            dropped,
-        )
-        files[trade_table.name] = {key: work.tx.write_file(trade_table, key, every)}
-        tables[trade_table.name] = every.filter(
-            pl.col("symbol").is_in(pl.Series(processed, dtype=pl.String).implode())
-        )
-    else:
-        files[trade_table.name] = dict(work.stored[trade_table.name])
+    tables[SIGNAL_STATE.name] = _conformed(advanced.state_rows, SIGNAL_STATE, work.shard.market)
+    written, trades_now = _written(work, tables, processed, [*replayed, *removed], removed, dropped)
+    files |= written
+    tables[catalog.BACKTEST_TRADES.name] = trades_now
     scored = _scored(work, files)
+    key = work.shard.key
     for table in SCORED:
         # Every symbol's rows, rewritten each run; a run with nothing new keeps the stored file.
         current = work.stored[table.name].get(key)
         ordered = sorted_by(scored[table.name], order(table))
         files[table.name] = {key: kept_or_written(work.tx, table, key, ordered, current)}
     return ShardResult(files, {**{t.name: tables[t.name] for t in SIMULATED}, **scored})
+
+
+@dataclass(frozen=True)
+class _Advanced:
+    """The signals' state and signals after the new bars, and those bars."""
+
+    state_rows: list[pl.DataFrame]
+    signal_rows: list[pl.DataFrame]
+    new_bars: pl.DataFrame
+    """The appended symbols' new bars (symbol, date and BAR_COLUMNS), by symbol then date."""
+    new_signals: pl.DataFrame
+    """Their signals, row for row."""
+
+
+def _advance(
+    work: ShardWork, full: list[str], carried: pl.DataFrame, bars: pl.DataFrame
+) -> _Advanced:
+    """Signals of full symbols from their first bar and of the appended ones (`carried`: their
+    state rows) over their new bars; `bars` holds the former's history, the latter's context."""
+    state_rows, signal_rows = [], []
+    if full:
+        mine = bars.filter(pl.col("symbol").is_in(pl.Series(full, dtype=pl.String).implode()))
+        state, frame = signals.advance(signals.empty(full), mine, np.zeros(len(full), np.int64))
+        state_rows.append(_state_frame(work, state, mine))
+        signal_rows.append(frame)
+    if carried.is_empty():
+        new_bars = DAILY_PRICES.empty().select("symbol", "date", *BAR_COLUMNS)
+        return _Advanced(state_rows, signal_rows, new_bars, STRATEGY_SIGNALS.empty())
+    context = bars.filter(pl.col("symbol").is_in(carried["symbol"].implode()))
+    stored = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
+        pl.col("date") <= pl.col("last_date")
+    )
+    counts = carried.select("symbol").join(
+        stored.group_by("symbol").len(), on="symbol", how="left", maintain_order="left"
+    )
+    state, frame = signals.advance(
+        signals.from_frame(carried), context, counts["len"].fill_null(0).to_numpy().astype(np.int64)
+    )
+    state_rows.append(_state_frame(work, state, context))
+    signal_rows.append(frame)
+    new_bars = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
+        pl.col("date") > pl.col("last_date")
+    )
+    return _Advanced(state_rows, signal_rows, new_bars, frame)
+
+
+def _written(
+    work: ShardWork,
+    tables: Mapping[str, pl.DataFrame],
+    processed: list[str],
+    rewritten: list[str],
+    removed: list[str],
+    dropped: pl.DataFrame | None,
+) -> tuple[dict[str, Files], pl.DataFrame]:
+    """The shard's new files of the backtest tables and the states, and every trade of the
+    processed symbols (what the checks look at). Every row of the processed and removed symbols
+    is replaced, but a carried-on symbol's trades only where they changed (`dropped`: the open
+    trades replaced; `rewritten`: the symbols whose trades are all replaced)."""
+    replaced = [*processed, *removed]
+    trades, key = catalog.BACKTEST_TRADES, work.shard.key
+    if not replaced:
+        kept = (*SIMULATED, SIGNAL_STATE, BACKTEST_STATE)
+        return {t.name: dict(work.stored[t.name]) for t in kept}, tables[trades.name]
+    files: dict[str, Files] = {}
+    for table in (
+        catalog.BACKTEST_SUMMARIES,
+        catalog.CURRENT_ACTIONS,
+        SIGNAL_STATE,
+        BACKTEST_STATE,
+    ):
+        stored = work.stored[table.name]
+        files[table.name] = rewrite_snapshot(
+            work.tx, table, work.shard, stored, tables[table.name], replaced
+        )
+    stored = work.stored[trades.name]
+    every = snapshot(work.tx, trades, stored, tables[trades.name], rewritten, dropped)
+    files[trades.name] = {key: work.tx.write_file(trades, key, every)}
+    mine = pl.col("symbol").is_in(pl.Series(processed, dtype=pl.String).implode())
+    return files, every.filter(mine)
 
 
 def _stored(work: ShardWork, symbols: list[str]) -> resume.Stored:
