@@ -29,8 +29,9 @@ from numpy.typing import NDArray
 
 from pipelines.simulator import metrics, scoring
 from pipelines.simulator.backtests import MAX_YEARS
-from pipelines.simulator.engine import EXIT_REASONS, Carried, Costs, FlatBars, Runs, resume_tasks
+from pipelines.simulator.engine import Carried, Costs, FlatBars, Runs, resume_tasks
 from pipelines.simulator.strategies import BY_NAME
+from pipelines.simulator.trades import REASONS, money
 
 TRADE_FIGURES = [
     "total_trades",
@@ -323,10 +324,9 @@ def _trade_rows(
     start_price = np.where(
         carried_in, before["start_price"].to_numpy(), bars.close[bars.offset[col] + entry_row]
     )
-    fees = entry_fee + t.exit_fee
-    value = np.where(closed, t.exit_price, last_price)
-    profit = t.units * (value - entry_price) - fees
-    spent = t.units * entry_price + entry_fee
+    fees, profit, percent = money(
+        closed, t.units, entry_price, entry_fee, t.exit_price, t.exit_fee, last_price
+    )
     start = pl.Series(
         np.where(
             carried_in,
@@ -335,13 +335,12 @@ def _trade_rows(
         )
     ).cast(pl.Date)
     marked = days.gather(bars.offset[col] + mark_row)
-    reasons = pl.Series([EXIT_REASONS.get(code) for code in range(max(EXIT_REASONS) + 1)])
     return (
         mine[t.task]
         .select(*WINDOW, "full_history")
         .with_columns(
             action=pl.Series(np.where(closed, "Sell", "Buy"), dtype=pl.String),
-            exit_reason=reasons.gather(t.reason),
+            exit_reason=REASONS.gather(t.reason),
             start_date=start,
             sell_date=pl.when(pl.Series(closed)).then(marked),
             days_in_trade=(marked - start).dt.total_days().cast(pl.Int32),
@@ -354,7 +353,7 @@ def _trade_rows(
             units=t.units,
             fees=fees,
             profit=profit,
-            profit_percent=100.0 * profit / spent,
+            profit_percent=percent,
             closed=pl.Series(closed),
         )
     )

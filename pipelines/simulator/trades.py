@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from numpy.typing import NDArray
 
 from pipelines.simulator.engine import EXIT_REASONS, FlatBars, Rows, Runs
 
-_REASONS = pl.Series([EXIT_REASONS.get(code) for code in range(max(EXIT_REASONS) + 1)])
+REASONS = pl.Series([EXIT_REASONS.get(code) for code in range(max(EXIT_REASONS) + 1)])
 """Exit reason names by code; code NO_EXIT (0, an open trade) is null."""
+
+Money = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+
+
+def money(
+    closed: NDArray[np.bool_],
+    units: NDArray[np.float64],
+    entry_price: NDArray[np.float64],
+    entry_fee: NDArray[np.float64],
+    exit_price: NDArray[np.float64],
+    exit_fee: NDArray[np.float64],
+    last_price: NDArray[np.float64],
+) -> Money:
+    """(fees, profit, profit_percent) of trades: a closed one at its exit price, an open one
+    marked at `last_price`; the one formula of a replayed and a carried-on trade."""
+    fees = entry_fee + exit_fee
+    value = np.where(closed, exit_price, last_price)
+    profit = units * (value - entry_price) - fees
+    spent = units * entry_price + entry_fee
+    return fees, profit, 100.0 * profit / spent
 
 
 def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
@@ -22,10 +43,9 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
     closed = t.exit_row >= 0
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
     last_price = bars.close[bars.offset[col] + mark_row]
-    fees = t.entry_fee + t.exit_fee
-    value = np.where(closed, t.exit_price, last_price)
-    profit = t.units * (value - t.entry_price) - fees
-    spent = t.units * t.entry_price + t.entry_fee
+    fees, profit, percent = money(
+        closed, t.units, t.entry_price, t.entry_fee, t.exit_price, t.exit_fee, last_price
+    )
     return pl.DataFrame(
         {
             "column": col,
@@ -33,7 +53,7 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
             "exit_row": t.exit_row,
             "mark_row": mark_row,
             "closed": closed,
-            "exit_reason": _REASONS.gather(t.reason),
+            "exit_reason": REASONS.gather(t.reason),
             "start_price": bars.close[bars.offset[col] + t.entry_row],
             "entry_price": t.entry_price,
             "exit_price": pl.Series(t.exit_price, nan_to_null=True),
@@ -43,6 +63,6 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
             "units": t.units,
             "fees": fees,
             "profit": profit,
-            "profit_percent": 100.0 * profit / spent,
+            "profit_percent": percent,
         }
     )
