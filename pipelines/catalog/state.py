@@ -136,6 +136,7 @@ INDICATOR_STATE = Table(
         ),
     ),
     key=("market", "symbol"),
+    compressed=False,
 )
 
 BRIEFS_STATE = Table(

@@ -118,7 +118,7 @@ class ObjectWarehouse:
         """Write `frame` as a new immutable object of `partition`, not yet named by the manifest."""
         check_partition(table, partition, frame)
         conformed = table.conform(frame)
-        relative = self._write_object(table.name, partition, conformed)
+        relative = self._write_object(table, partition, conformed)
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         return PartitionFile(path=relative, rows=conformed.height, written_at=now)
 
@@ -304,15 +304,15 @@ class ObjectWarehouse:
             raise
         return True
 
-    def _write_object(self, table: str, partition: str, frame: pl.DataFrame) -> str:
+    def _write_object(self, table: Table, partition: str, frame: pl.DataFrame) -> str:
         # A PUT is atomic: the object appears complete under its final, never reused name.
         market, _, rest = partition.partition(PARTITION_SEPARATOR)
         prefix = rest.replace(PARTITION_SEPARATOR, ".") + "." if rest else ""
         name = f"{prefix}{time.time_ns()}-{secrets.token_hex(4)}.parquet"
-        relative = f"{table}/market={market}/{name}"
+        relative = f"{table.name}/market={market}/{name}"
         fs = self.location.filesystem()
         with fs.open_output_stream(self.location.arrow_path(relative)) as stream:
-            write_parquet(frame, stream)
+            write_parquet(frame, stream, table.compressed)
         return relative
 
     def _delete(self, client: Any, relatives: Sequence[str]) -> tuple[str, ...]:

@@ -110,7 +110,7 @@ class Warehouse:
         manifest does not name it until a commit does."""
         check_partition(table, partition, frame)
         conformed = table.conform(frame)
-        relative = self._write_file(table.name, partition, conformed)
+        relative = self._write_file(table, partition, conformed)
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         return PartitionFile(path=relative, rows=conformed.height, written_at=now)
 
@@ -213,18 +213,18 @@ class Warehouse:
                     live |= staged_paths(record.read_bytes())
         return live
 
-    def _write_file(self, table: str, partition: str, frame: pl.DataFrame) -> str:
+    def _write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> str:
         # A new, uniquely named file per write: a reader holding the previous file keeps reading it.
         market, _, rest = partition.partition(PARTITION_SEPARATOR)
-        directory = self.root / table / f"market={market}"
+        directory = self.root / table.name / f"market={market}"
         directory.mkdir(parents=True, exist_ok=True)
         prefix = rest.replace(PARTITION_SEPARATOR, ".") + "." if rest else ""
         name = f"{prefix}{time.time_ns()}-{secrets.token_hex(4)}.parquet"
         temporary = directory / f".{name}.tmp"
-        write_parquet(frame, temporary)
+        write_parquet(frame, temporary, table.compressed)
         _fsync(temporary)
         os.replace(temporary, directory / name)
-        return f"{table}/market={market}/{name}"
+        return f"{table.name}/market={market}/{name}"
 
     def _views_behind(self, manifest: Manifest | None) -> bool:
         """Whether the DuckDB views are not built from `manifest` of this root (ViewsLockedError
@@ -264,10 +264,14 @@ class Warehouse:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_parquet(frame: pl.DataFrame, target: Any) -> None:
-    """A warehouse file: zstd at its fastest level. Against zstd's default level, an indicator
-    snapshot shard writes in 0.07 s instead of 0.12 s and reads in 0.035 s instead of 0.065 s,
-    for 2% more bytes (docs/benchmarks.md, "Pipeline: where the time goes")."""
+def write_parquet(frame: pl.DataFrame, target: Any, compressed: bool = True) -> None:
+    """A warehouse file: zstd at its fastest level, or uncompressed for a table that is not
+    (`Table.compressed`). Against zstd's default level, an indicator snapshot shard writes in
+    0.07 s instead of 0.12 s and reads in 0.035 s instead of 0.065 s, for 2% more bytes
+    (docs/benchmarks.md, "Pipeline: where the time goes")."""
+    if not compressed:
+        frame.write_parquet(target, compression="uncompressed")
+        return
     frame.write_parquet(target, compression="zstd", compression_level=1)
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.catalog import INSTRUMENTS, read_manifest
+from pipelines.catalog import INSTRUMENTS, TABLES, read_manifest
+from pipelines.catalog.state import INDICATOR_STATE, STATE_TABLES
 from pipelines.warehouse.store import WHOLE_TABLE, Warehouse
 from tests.pipelines.warehouse.conftest import instruments_frame
 
@@ -31,15 +33,31 @@ def test_a_write_lands_in_the_documented_layout(warehouse: Warehouse) -> None:
     assert relative.suffix == ".parquet"
 
 
-def test_files_are_zstd_compressed(warehouse: Warehouse) -> None:
-    commit = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
-    metadata = pq.ParquetFile(commit.path).metadata
-    codecs = {
+def codecs(path: Path) -> set[str]:
+    metadata = pq.ParquetFile(path).metadata
+    return {
         metadata.row_group(g).column(c).compression
         for g in range(metadata.num_row_groups)
         for c in range(metadata.num_columns)
     }
-    assert codecs == {"ZSTD"}
+
+
+def test_files_are_zstd_compressed(warehouse: Warehouse) -> None:
+    commit = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    assert codecs(commit.path) == {"ZSTD"}
+
+
+def test_a_table_the_catalog_says_is_not_compressed_is_written_uncompressed(
+    warehouse: Warehouse,
+) -> None:
+    """Only the indicators' carried state: high-entropy floats zstd barely shrinks."""
+    plain = replace(INSTRUMENTS, compressed=False)
+    commit = warehouse.write(plain, "crypto", instruments_frame("crypto", "BTC"))
+    assert codecs(commit.path) == {"UNCOMPRESSED"}
+    assert warehouse.read(plain, ["crypto"])["symbol"].to_list() == ["BTC"]
+    assert [t.name for t in (*TABLES.values(), *STATE_TABLES.values()) if not t.compressed] == [
+        INDICATOR_STATE.name
+    ]
 
 
 def test_a_write_never_changes_a_file_a_reader_holds(warehouse: Warehouse) -> None:
