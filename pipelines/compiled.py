@@ -31,3 +31,10 @@ def kernel_input(values: ArrayLike, dtype: DTypeLike) -> NDArray[Any]:
         array = array.view()
         array.flags.writeable = False
     return array
+
+
+RELEASES_THE_GIL = {"nogil": True}
+"""What every kernel of the pipeline is compiled with (`@numba.njit(..., nogil=True)`): shard steps
+run side by side in threads of one process (pipelines/thread_executor.py), and a kernel that held
+the GIL for its whole run (a backtest replay, every period's windowed indicators) stopped the other
+step's Python between its Polars calls. `tests/pipelines/test_compiled.py` holds every kernel to it."""

@@ -102,7 +102,7 @@ class DayFiles:
 _POWERS = np.array([10**k for k in range(19)], dtype=np.int64)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _put_integer(out: np.ndarray, position: int, value: int) -> int:
     digits = 1
     rest = value // 10
@@ -116,7 +116,7 @@ def _put_integer(out: np.ndarray, position: int, value: int) -> int:
     return end
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _put_fixed(out: np.ndarray, position: int, price: float, decimals: int) -> int:
     """`price` rounded to `decimals` (at least one tick), written with exactly that many decimals."""
     scale = _POWERS[decimals]

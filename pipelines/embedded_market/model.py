@@ -245,7 +245,7 @@ class Stepper:
         return iter(trading_days(first, end, self.weekdays_only))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _next_regime(
     rng: np.random.Generator,
     current: int,
@@ -267,7 +267,7 @@ def _next_regime(
     return min(int(u > first) + int(u > second), 2)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _jump(rng: np.random.Generator, probability: float, smallest: float) -> float:
     """A jump of +-(smallest + 2 Exp(1)), down with probability 0.55 (sign and size drawn only then)."""
     if rng.random() >= probability:

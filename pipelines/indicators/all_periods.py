@@ -126,25 +126,25 @@ def panel_bars(p: Panels) -> Bars:
     return Bars(close, high, low, volume, offsets)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _max(a: float, b: float) -> float:
     """np.maximum on scalars: NaN if either is NaN, the second of two equal values (-0.0, 0.0)."""
     return a if a > b or a != a else b
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _min(a: float, b: float) -> float:
     """np.minimum on scalars, as `_max`."""
     return a if a < b or a != a else b
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _finite(x: float) -> float:
     """NaN for infinity: the output never holds a non-finite number."""
     return x if math.isfinite(x) else np.nan
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _back(x: NDArray[np.float64], first: int, last: int, k: int) -> float:
     """The value k bars before the symbol's last (rows first..last), NaN before its first."""
     return x[last - k] if last - k >= first else np.nan
@@ -154,7 +154,7 @@ def _back(x: NDArray[np.float64], first: int, last: int, k: int) -> float:
 # in their order, so the same bits: sums accumulate from the last bar back (a window of n bars is
 # the sum after n of them), extremes compare the running value first, the stochastic's SMAs add
 # from the last bar back.
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", nogil=True)
 def _windowed_kernel(
     close: NDArray[np.float64],
     high: NDArray[np.float64],
@@ -250,7 +250,7 @@ def _windowed_kernel(
             out[_D, s, j] = _finite(d)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _copy_finite(values: NDArray[np.float64], out: NDArray[np.float64]) -> None:
     """out = values, with NaN for infinity."""
     for s in range(out.shape[0]):

@@ -231,7 +231,7 @@ def from_frame(frame: pl.DataFrame, periods: Sequence[int] | Ints) -> RecursiveS
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _nan_max(a: float, b: float) -> float:
     """np.maximum on scalars: NaN if either is NaN (the oracle's true range)."""
     if a >= b or a != a:
@@ -239,7 +239,7 @@ def _nan_max(a: float, b: float) -> float:
     return b
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sign(x: float) -> float:
     """np.sign on a scalar (NaN stays NaN)."""
     if x > 0.0:
@@ -264,7 +264,7 @@ _fma = cast(Callable[[float, float, float], float], intrinsic(_fma_intrinsic))
 """a * b + c rounded once (llvm.fma), which numba does not expose."""
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _quotient(a: float, n: float, z: float) -> float:
     """a / n rounded to nearest, the division's own bits, from one product and two FMAs, for an
     integer n in 2..2^40, z = 1 / n rounded and a = +0 or 2^-960 <= |a| <= 2^1000.
@@ -280,7 +280,7 @@ def _quotient(a: float, n: float, z: float) -> float:
     return _fma(_fma(-n, q, a), z, q)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _divide(a: float, n: float, z: float, quick: bool) -> float:
     """a / n, as a `_quotient` when `quick` (a constant where inlined: no test per value)."""
     return _quotient(a, n, z) if quick else a / n
@@ -295,14 +295,14 @@ USABLE_HIGH = 2.0**900
 `_quotient` is exact on (a +0 value becomes +0, an input, or an input / n)."""
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _usable(x: float) -> bool:
     """x is +0 or in [USABLE_LOW, USABLE_HIGH] (not NaN, -0, infinite, tiny or huge)."""
     inside = (x >= USABLE_LOW) & (x <= USABLE_HIGH)
     return inside | ((x == 0.0) & (math.copysign(1.0, x) > 0.0))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _positive(x: float) -> bool:
     """x is in [USABLE_LOW, USABLE_HIGH]."""
     return (x >= USABLE_LOW) & (x <= USABLE_HIGH)
@@ -316,7 +316,7 @@ Bar = tuple[float, float, float, float, float, float]
 """One bar's close, gain, loss, true range, +DM and -DM."""
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _all_usable(grids: Grids, half: int, lt: int, le: int) -> bool:
     """Every value the bar's divisions by n start from is usable, and ADX positive (its dividend
     adds a DX in 0..100, possibly tiny)."""
@@ -331,7 +331,7 @@ def _all_usable(grids: Grids, half: int, lt: int, le: int) -> bool:
     return fine
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, inline="always", error_model="numpy", nogil=True)
 def _mature_step(grids: Grids, constants: Constants, bar: Bar) -> None:
     """A bar's step once every period is past its seeds (t >= 2 max period), with `_quotient`s:
     one pass over the periods, each value's operations in `_step`'s order (the same bits)."""
@@ -354,7 +354,7 @@ def _mature_step(grids: Grids, constants: Constants, bar: Bar) -> None:
         x[j] = x[j] if total == 0.0 else updated
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, inline="always", error_model="numpy", nogil=True)
 def _step(
     quick: bool, grids: Grids, constants: Constants, bar: Bar, half: int, lt: int, le: int
 ) -> None:
@@ -387,7 +387,7 @@ def _step(
 
 # error_model="numpy": IEEE division (no ZeroDivisionError checks, which would also block
 # vectorization); every divisor is nonzero except the DX total, which is tested first.
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", nogil=True)
 def _advance_kernel(
     periods: Ints,
     macd: Ints,

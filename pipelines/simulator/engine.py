@@ -151,7 +151,7 @@ _TASK_FLOATS = 6
 """final, run_up, drawdown, peak, trough, max_close (rows of `figures`)."""
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fmax(a: float, b: float) -> float:
     """np.fmax on scalars: the larger, ignoring a NaN (so also one step of np.nanmax)."""
     if a != a or b > a:
@@ -159,7 +159,7 @@ def _fmax(a: float, b: float) -> float:
     return a
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fmin(a: float, b: float) -> float:
     """np.fmin on scalars (one step of np.nanmin)."""
     if a != a or b < a:
@@ -167,7 +167,7 @@ def _fmin(a: float, b: float) -> float:
     return a
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _curve_step(
     equity: float, peak: float, trough: float, drawdown: float, run_up: float
 ) -> tuple[float, float, float, float]:
@@ -181,7 +181,7 @@ def _curve_step(
     return peak, trough, _fmin(drawdown, equity / peak - 1.0), _fmax(run_up, equity / trough - 1.0)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _bar(
     t: int,
     c: float,
@@ -260,7 +260,7 @@ def _bar(
     return held, cash, units, start_price, max_close, highest, lowest, slot
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _close_task(
     k: int,
     slot: int,
@@ -294,7 +294,7 @@ def _close_task(
     figures[5, k] = max_close
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, nogil=True)
 def _run_tasks(
     close: Panel,
     high: Panel,
@@ -380,7 +380,7 @@ class Carried:
     run_up: Panel
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _resume_tasks(
     close: Panel,
     high: Panel,
@@ -439,7 +439,7 @@ def _resume_tasks(
         )  # fmt: skip
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _curves(equity: Panel, figures: Panel) -> None:
     """Run-up and drawdown of every column of an equity panel (NaN = outside the window)."""
     for j in range(equity.shape[1]):

@@ -96,7 +96,7 @@ def advance(
     return SignalState(indicators, exit_total, trend_total, trending), frame
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _signals(
     close: NDArray[np.float64],
     offsets: NDArray[np.int64],

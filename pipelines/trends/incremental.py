@@ -170,7 +170,7 @@ def _emitted(
     return TREND_HISTORY.conform(emitted.with_columns(segment=pl.col("_segment") + changes))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _relabel(
     close: NDArray[np.float64],
     high: NDArray[np.float64],

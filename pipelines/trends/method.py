@@ -130,7 +130,7 @@ def advance(
     _advance(kernel_input(signal, np.float64), labels, start, machine, ENTER, EXIT, CONFIRM_BARS)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _wanted_one(state: int, signal: float, enter: float, exit_: float) -> int:
     if state == UP:
         return DOWN if signal <= -enter else (NEUTRAL if signal < exit_ else UP)
@@ -139,7 +139,7 @@ def _wanted_one(state: int, signal: float, enter: float, exit_: float) -> int:
     return UP if signal >= enter else (DOWN if signal <= -enter else NEUTRAL)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _advance(
     signal: NDArray[np.float64],
     labels: NDArray[np.int8],
@@ -171,7 +171,7 @@ def window_mean_at(x: NDArray[np.float64], first_row: int, row: int, n: int) -> 
     return float(_window_mean_at(kernel_input(x, np.float64), first_row, row, n))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _window_mean_at(
     x: NDArray[np.float64], first_row: int, row: int, n: int
 ) -> float:  # pragma: no cover

@@ -61,3 +61,28 @@ def test_no_kernel_compiles_a_second_specialization_for_bars_of_another_shape(
     }
     assert {kernel: extra for kernel, extra in added.items() if extra} == {}
     assert common["pipelines.simulator.engine._run_tasks"]  # the common shape ran every domain
+
+
+def test_every_kernel_of_the_pipeline_releases_the_gil() -> None:
+    """Steps run side by side in threads: no kernel may hold the GIL while it runs."""
+    import importlib
+    import pkgutil
+
+    import numba.core.registry
+
+    import pipelines
+    from pipelines.compiled import RELEASES_THE_GIL
+
+    kernels = {}
+    for module in pkgutil.walk_packages(pipelines.__path__, "pipelines."):
+        loaded = importlib.import_module(module.name)
+        for name, value in vars(loaded).items():
+            if isinstance(value, numba.core.registry.CPUDispatcher):
+                kernels[f"{value.py_func.__module__}.{name}"] = value
+    assert len(kernels) >= 20  # every module with kernels was found
+    holding = sorted(
+        name
+        for name, kernel in kernels.items()
+        if any(kernel.targetoptions.get(k) != v for k, v in RELEASES_THE_GIL.items())
+    )
+    assert holding == []
