@@ -14,6 +14,11 @@ So every array a kernel only reads goes through `kernel_input`: C-contiguous (co
 is not) and read-only (a view, never a copy). An array a kernel writes is one the caller allocated
 (C-contiguous, writable). `tests/pipelines/test_compiled.py` runs the domains on data of every
 shape we know to vary and checks that no kernel compiles a second specialization.
+
+Every kernel is compiled with `nogil=True`: shard steps run side by side in threads of one process
+(pipelines/thread_executor.py), and a kernel that held the GIL for its whole run (a backtest replay,
+every period's windowed indicators) stopped the other step's Python between its Polars calls. The
+same test module holds every kernel of the pipeline to it.
 """
 
 from __future__ import annotations
@@ -31,10 +36,3 @@ def kernel_input(values: ArrayLike, dtype: DTypeLike) -> NDArray[Any]:
         array = array.view()
         array.flags.writeable = False
     return array
-
-
-RELEASES_THE_GIL = {"nogil": True}
-"""What every kernel of the pipeline is compiled with (`@numba.njit(..., nogil=True)`): shard steps
-run side by side in threads of one process (pipelines/thread_executor.py), and a kernel that held
-the GIL for its whole run (a backtest replay, every period's windowed indicators) stopped the other
-step's Python between its Polars calls. `tests/pipelines/test_compiled.py` holds every kernel to it."""
