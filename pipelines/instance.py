@@ -11,11 +11,18 @@ are reused, and the files, in SQLite's WAL mode as Dagster makes them, sync at c
 last events, never corrupt a file. Everything else is Dagster's own storage, on the same files
 and layout as `storage: sqlite`, so an instance switches between the two freely. PostgreSQL
 (`MI_DAGSTER_POSTGRES_URL`) is the instance of a deployment that needs more.
+
+A run's file is a copy of a template: Dagster creates each run's file by creating its tables and
+stamping Alembic's revision on it, after reading every migration script to find that revision,
+0.12 s of every run. The template is one such file, made once per Dagster version by Dagster's own
+code, so a run's file is what Dagster would have made.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,17 +32,22 @@ import sqlalchemy as db
 import yaml
 from dagster._config import StringSource
 from dagster._core.storage.event_log import SqliteEventLogStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
 from dagster._core.storage.runs import SqliteRunStorage
 from dagster._core.storage.schedules import SqliteScheduleStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage
 from dagster._serdes import ConfigurableClassData
 from dagster._utils import mkdir_p
+from dagster.version import __version__ as dagster_version
 from sqlalchemy.engine import Connection, Engine
 
 MODULE = __name__
 OPEN_FILES = 8
 """Database files whose engines stay open: the cross-run index and the runs being written."""
+RUN_TEMPLATE = f".run-template-{dagster_version}.sqlite"
+"""A new run's database file, initialized and stamped by Dagster's version (hidden, and not `*.db`:
+Dagster lists a run for every `*.db` file of the directory)."""
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
@@ -56,12 +68,46 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
         with self._db_lock:
+            if shard not in self._initialized_dbs and self._copied_template(shard):
+                self._initialized_dbs.add(shard)
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def _copied_template(self, shard: str) -> bool:
+        """Whether this created the new run's file `shard` as a copy of the template; False for
+        the index or a file that exists (another process made it: Dagster's check runs)."""
+        target = self.path_for_shard(shard)
+        if shard == INDEX_SHARD_NAME or os.path.exists(target):
+            return False
+        copy = f"{target}.{os.getpid()}-{threading.get_ident()}.tmp"
+        shutil.copyfile(self._template(), copy)
+        try:
+            # A link, unlike a rename, never replaces a file another process made meanwhile.
+            os.link(copy, target)
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(copy)
+        return True
+
+    def _template(self) -> str:
+        """The template's path, made first if it is not there (by Dagster's `_initdb`, on a file of
+        its own that replaces the template's path whole)."""
+        path = os.path.join(self._base_dir, RUN_TEMPLATE)
+        if not os.path.exists(path):
+            scratch = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+            engine = _engine(f"sqlite:///{scratch}")
+            try:
+                self._initdb(engine)
+            finally:
+                # The last connection closed folds the write-ahead log into the file.
+                engine.dispose()
+            os.replace(scratch, path)
+        return path
 
     def has_table(self, table_name: str) -> bool:
         # Dagster asks before it stores every check evaluation, on a new engine and connection

@@ -14,7 +14,12 @@ from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from mi.commands.pipeline import REPO_ROOT, open_instance
-from pipelines.instance import OPEN_FILES, PooledSqliteEventLogStorage, SqliteStorage
+from pipelines.instance import (
+    OPEN_FILES,
+    RUN_TEMPLATE,
+    PooledSqliteEventLogStorage,
+    SqliteStorage,
+)
 from pipelines.settings import load_settings
 
 
@@ -174,3 +179,55 @@ def test_commands_opening_a_new_data_dir_at_once_leave_one_schema_version(tmp_pa
         engine.dispose()
     with _instance(tmp_path) as instance:
         _materialize(instance)
+
+
+def _schema(path: Path) -> tuple[list[tuple[str, str, str]], list[str], str]:
+    """A database file's tables and indexes with their SQL, Alembic revision and journal mode."""
+    engine = db.create_engine(f"sqlite:///{path}")
+    with engine.connect() as connection:
+        objects = connection.execute(
+            db.text("select type, name, sql from sqlite_master order by type, name")
+        )
+        revisions = connection.execute(db.text("select version_num from alembic_version"))
+        mode = connection.execute(db.text("PRAGMA journal_mode")).scalar_one()
+        found = ([tuple(row) for row in objects], list(revisions.scalars()), mode)
+    engine.dispose()
+    return found
+
+
+def test_a_new_runs_file_is_the_one_dagster_makes(tmp_path: Path) -> None:
+    """A run's file is copied from a template instead of created and stamped (0.12 s a run): the
+    same tables, indexes, Alembic revision and WAL mode as Dagster's own storage gives it."""
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    with SqliteEventLogStorage(str(theirs)).run_connection("a-run"):
+        pass
+    storage = PooledSqliteEventLogStorage(str(ours))
+    with storage.run_connection("a-run"):
+        pass
+    assert (ours / RUN_TEMPLATE).exists()
+    assert _schema(ours / "a-run.db") == _schema(theirs / "a-run.db")
+    assert _schema(ours / "a-run.db")[1]  # stamped
+    storage.dispose()
+
+
+def test_the_template_is_no_run(tmp_path: Path) -> None:
+    with _instance(tmp_path) as instance:
+        run_id = _materialize(instance)
+        storage = instance.event_log_storage
+        assert isinstance(storage, PooledSqliteEventLogStorage)
+        runs = {record.dagster_run.run_id for record in instance.get_run_records()}
+        assert set(storage.get_all_run_ids()) == runs
+        assert run_id in runs
+
+
+def test_a_runs_file_another_process_made_is_kept(tmp_path: Path) -> None:
+    """Steps of a run in other processes open its file too: the first makes it, the others use it,
+    never replace it with a fresh copy."""
+    first, second = (PooledSqliteEventLogStorage(str(tmp_path)) for _ in range(2))
+    with first.run_connection("a-run") as connection:
+        connection.execute(db.text("create table marker (x integer)"))
+    with second.run_connection("a-run") as connection:
+        assert db.inspect(connection).has_table("marker")
+    assert sorted(p.name for p in tmp_path.glob("*.tmp")) == []
+    first.dispose()
+    second.dispose()
