@@ -64,8 +64,9 @@ def advance(
     """
     lengths = closes.group_by("symbol", maintain_order=True).len()["len"].to_numpy()
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    is_new = np.concatenate([np.arange(n) >= k for n, k in zip(lengths, new_from, strict=True)])
-    new = closes.filter(pl.Series(is_new))
+    # a row is new from its symbol's row new_from[j] on: its place within the symbol against it
+    place = np.arange(offsets[-1]) - np.repeat(offsets[:-1], lengths)
+    new = closes.filter(pl.Series(place >= np.repeat(new_from, lengths)))
     new_offsets = np.concatenate([[0], np.cumsum(lengths - new_from)]).astype(np.int64)
     before = state.indicators
     close, high, low, volume = (new[c].to_numpy() for c in ("close", "high", "low", "volume"))
