@@ -25,7 +25,7 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import sqlalchemy as db
@@ -83,15 +83,17 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         target = self.path_for_shard(shard)
         if shard == INDEX_SHARD_NAME or os.path.exists(target):
             return False
+        template = self._template()
         copy = f"{target}.{os.getpid()}-{threading.get_ident()}.tmp"
-        shutil.copyfile(self._template(), copy)
         try:
+            shutil.copyfile(template, copy)
             # A link, unlike a rename, never replaces a file another process made meanwhile.
             os.link(copy, target)
         except FileExistsError:
             return False
         finally:
-            os.unlink(copy)
+            with suppress(FileNotFoundError):
+                os.unlink(copy)
         return True
 
     def _template(self) -> str:
@@ -103,10 +105,14 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             engine = _engine(f"sqlite:///{scratch}")
             try:
                 self._initdb(engine)
-            finally:
                 # The last connection closed folds the write-ahead log into the file.
                 engine.dispose()
-            os.replace(scratch, path)
+                os.replace(scratch, path)
+            finally:
+                engine.dispose()
+                for leftover in (scratch, f"{scratch}-wal", f"{scratch}-shm"):
+                    with suppress(FileNotFoundError):
+                        os.unlink(leftover)
         return path
 
     def has_table(self, table_name: str) -> bool:

@@ -205,6 +205,7 @@ def test_a_new_runs_file_is_the_one_dagster_makes(tmp_path: Path) -> None:
     with storage.run_connection("a-run"):
         pass
     assert (ours / RUN_TEMPLATE).exists()
+    assert [p.name for p in ours.glob("*.tmp*")] == []  # the template's and the copy's scratch
     assert _schema(ours / "a-run.db") == _schema(theirs / "a-run.db")
     assert _schema(ours / "a-run.db")[1]  # stamped
     storage.dispose()
