@@ -84,7 +84,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         if shard == INDEX_SHARD_NAME or os.path.exists(target):
             return False
         template = self._template()
-        copy = f"{target}.{os.getpid()}-{threading.get_ident()}.tmp"
+        copy = _scratch(target)
         try:
             shutil.copyfile(template, copy)
             # A link, unlike a rename, never replaces a file another process made meanwhile.
@@ -92,27 +92,25 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         except FileExistsError:
             return False
         finally:
-            with suppress(FileNotFoundError):
-                os.unlink(copy)
+            _remove(copy)
         return True
 
     def _template(self) -> str:
         """The template's path, made first if it is not there (by Dagster's `_initdb`, on a file of
         its own that replaces the template's path whole)."""
         path = os.path.join(self._base_dir, RUN_TEMPLATE)
-        if not os.path.exists(path):
-            scratch = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-            engine = _engine(f"sqlite:///{scratch}")
-            try:
-                self._initdb(engine)
-                # The last connection closed folds the write-ahead log into the file.
-                engine.dispose()
-                os.replace(scratch, path)
-            finally:
-                engine.dispose()
-                for leftover in (scratch, f"{scratch}-wal", f"{scratch}-shm"):
-                    with suppress(FileNotFoundError):
-                        os.unlink(leftover)
+        if os.path.exists(path):
+            return path
+        scratch = _scratch(path)
+        engine = _engine(f"sqlite:///{scratch}")
+        try:
+            self._initdb(engine)
+            # The last connection closed folds the write-ahead log into the file.
+            engine.dispose()
+            os.replace(scratch, path)
+        finally:
+            engine.dispose()  # again only when the initialization failed
+            _remove(scratch, f"{scratch}-wal", f"{scratch}-shm")
         return path
 
     def has_table(self, table_name: str) -> bool:
@@ -148,6 +146,17 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         for engine in self._engines.values():
             engine.dispose()
         self._engines.clear()
+
+
+def _scratch(path: str) -> str:
+    """A file name beside `path` that no other process or thread of the instance uses."""
+    return f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+
+
+def _remove(*paths: str) -> None:
+    for path in paths:
+        with suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _engine(url: str) -> Engine:

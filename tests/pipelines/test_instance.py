@@ -232,3 +232,28 @@ def test_a_runs_file_another_process_made_is_kept(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("*.tmp")) == []
     first.dispose()
     second.dispose()
+
+
+def test_a_template_that_fails_to_initialize_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault while Dagster initializes the template (a full disk, say) fails the run's first
+    event with it, and leaves neither a template nor a scratch file that a later run would take."""
+    storage = PooledSqliteEventLogStorage(str(tmp_path))
+
+    def failing(
+        self: SqliteEventLogStorage, engine: db.Engine, for_index_shard: bool = False
+    ) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(SqliteEventLogStorage, "_initdb", failing)
+    with pytest.raises(OSError, match="disk full"), storage.run_connection("a-run"):
+        pass
+    left = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("index.db"))
+    assert left == []
+    monkeypatch.undo()
+    with storage.run_connection("a-run"):  # the next attempt makes the template and the file
+        pass
+    assert (tmp_path / RUN_TEMPLATE).exists()
+    assert (tmp_path / "a-run.db").exists()
+    storage.dispose()
