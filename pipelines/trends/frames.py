@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from pipelines.incremental.tables import sorted_by
 from pipelines.indicators.panel import Panels, to_panels
 from pipelines.trends import method
 
@@ -62,12 +63,28 @@ def trend_history_with_machines(bars: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
 
 def _with_end_bars(history: pl.DataFrame) -> pl.DataFrame:
     """The history plus, for every segment after the first, its start bar again as the previous
-    segment's last row: a segment ends on the bar where the next one starts."""
-    starts = history.filter(pl.col("segment") != pl.col("segment").shift(1).over("symbol")).filter(
-        pl.col("segment") > 0
+    segment's last row (a segment ends on the bar where the next one starts), ordered by symbol,
+    segment and date, with `_run` numbering the (market, symbol, segment) groups in that order.
+
+    The rows are sorted by symbol and date, so each start bar goes just before itself: no sort by
+    the symbols' strings (it took a fifth of a first load's trend work)."""
+    history = sorted_by(history, ["symbol", "date"])
+    market, symbol, segment = pl.col("market"), pl.col("symbol"), pl.col("segment")
+    same_symbol = ((market == market.shift(1)) & (symbol == symbol.shift(1))).fill_null(False)
+    flags = history.select(
+        same_symbol.alias("same"),
+        (same_symbol & (segment != segment.shift(1)) & (segment > 0)).alias("start"),
     )
-    ends = starts.with_columns(pl.col("segment") - 1)
-    return pl.concat([history, ends]).sort("symbol", "segment", "date")
+    starts = flags["start"].to_numpy()
+    rows = np.repeat(np.arange(history.height), 1 + starts.astype(np.int64))
+    copies = np.flatnonzero(starts)
+    segments = history["segment"].to_numpy()[rows]
+    segments[copies + np.arange(len(copies))] -= 1
+    new_run = np.ones(len(rows), dtype=bool)
+    new_run[1:] = ~flags["same"].to_numpy()[rows][1:] | (segments[1:] != segments[:-1])
+    return history[rows].with_columns(
+        segment=pl.Series(segments), _run=pl.Series(np.cumsum(new_run) - 1)
+    )
 
 
 def _extreme(prefix: str, position: pl.Expr) -> list[pl.Expr]:
@@ -84,8 +101,11 @@ def trend_segments(history: pl.DataFrame, last_updated: int) -> pl.DataFrame:
     price, start = pl.col("price"), pl.col("price").first()
     segments = (
         _with_end_bars(history)
-        .group_by("market", "symbol", "segment", maintain_order=True)
+        .group_by("_run", maintain_order=True)
         .agg(
+            pl.col("market").first(),
+            pl.col("symbol").first(),
+            pl.col("segment").first(),
             pl.col("trend").first(),
             pl.col("timestamp").first().alias("started_at"),
             pl.col("date").first().alias("started_on"),
@@ -105,6 +125,7 @@ def trend_segments(history: pl.DataFrame, last_updated: int) -> pl.DataFrame:
             pl.col("signal").mean().alias("signal_strength"),
             pl.len().alias("bars"),
         )
+        .drop("_run")
     )
     return segments.with_columns(
         is_running=pl.col("segment") == pl.col("segment").max().over("symbol"),

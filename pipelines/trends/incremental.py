@@ -100,33 +100,53 @@ def _state(
 ) -> pl.DataFrame:
     """State rows after the symbols' last bars: `rows` are trend_history rows reaching back to the
     final segment's start, `bars` reach back CONTEXT_BARS bars (or to the first), `totals` counts
-    every bar of each symbol."""
-    from_end = pl.int_range(pl.len(), 0, -1).over("symbol")
-    final = rows.filter(from_end == REWRITABLE + 1).select("symbol", final_segment="segment")
-    firsts = rows.filter(from_end > REWRITABLE + 1).group_by("symbol").agg(pl.col("segment").min())
-    final = pl.concat(
-        [final, firsts.join(final, on="symbol", how="anti").rename({"segment": "final_segment"})]
+    every bar of each symbol. Both are sorted by symbol and date, and a symbol's segments never
+    decrease, so every field is a row of its symbol's run, found by position: a group or a window
+    over the symbols' strings hashes every row (a sixth of a first load's trend work)."""
+    first, last = _runs(rows["symbol"])
+    # A symbol with no stored bar before the ones a new bar can relabel has no final segment yet.
+    labelled = last - first >= REWRITABLE
+    segments = rows["segment"].to_numpy()
+    final_segment = segments[last[labelled] - REWRITABLE]
+    # The final segment's first row: runs and segments both ascend, so one search finds them all.
+    runs = np.repeat(np.arange(len(last), dtype=np.int64), last - first + 1)
+    keys = (runs << 32) | segments
+    if not np.all(keys[1:] >= keys[:-1]):
+        raise ValueError("trend rows must be sorted by symbol and date, segments ascending")
+    starts = np.searchsorted(keys, (np.flatnonzero(labelled) << 32) | final_segment)
+    state = rows[last[labelled]].select(
+        "market",
+        "symbol",
+        last_date="date",
+        final_segment=pl.Series(final_segment),
+        final_segment_start=rows["date"].gather(starts),
     )
-    starts = (
-        rows.join(final, on="symbol")
-        .filter(pl.col("segment") == pl.col("final_segment"))
-        .group_by("symbol")
-        .agg(final_segment_start=pl.col("date").min())
-    )
-    context = (
-        bars.filter(from_end <= CONTEXT_BARS)
-        .group_by("symbol")
-        .agg(context_start=pl.col("date").min())
-    )
-    spans = rows.group_by("market", "symbol").agg(last_date=pl.col("date").max())
+    bar_first, bar_last = _runs(bars["symbol"])
+    context_rows = np.maximum(bar_first, bar_last - CONTEXT_BARS + 1)
+    context = bars[context_rows].select("symbol", context_start="date")
     return (
-        spans.join(totals, on="symbol")
-        .join(final, on="symbol")
-        .join(starts, on="symbol")
+        state.join(totals, on="symbol")
         .join(context, on="symbol")
         .join(machines, on="symbol")
+        .select(
+            "market",
+            "symbol",
+            "last_date",
+            *totals.drop("symbol").columns,
+            "final_segment",
+            "final_segment_start",
+            "context_start",
+            *machines.drop("symbol").columns,
+        )
         .sort("symbol")
     )
+
+
+def _runs(symbols: pl.Series) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The first and last row of each symbol's run of rows (the rows are sorted by symbol)."""
+    ends = np.flatnonzero((symbols != symbols.shift(-1)).fill_null(True).to_numpy())
+    starts = np.concatenate([[0], ends[:-1] + 1]) if len(ends) else ends
+    return starts.astype(np.int64), ends.astype(np.int64)
 
 
 def _emitted(

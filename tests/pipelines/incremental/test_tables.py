@@ -16,11 +16,14 @@ from pipelines.incremental.shards import Shard
 from pipelines.incremental.tables import (
     EVERYTHING,
     _merged_by_symbol,
+    _segment_codes,
+    _segment_name,
     append_segments,
     read_symbols,
     rewrite_snapshot,
     scan,
     segment_end,
+    segment_key,
     sorted_by,
     upsert_series,
 )
@@ -131,6 +134,14 @@ def test_any_sequence_of_upserts_equals_writing_the_final_rows_at_once(tx: RunTr
         chunk = final.filter(pl.col("date") >= cut, pl.col("date") < cut + timedelta(days=17))
         files = upsert_series(tx, DAILY_PRICES, SHARD, files, chunk, {})
     assert contents(tx, files).equals(DAILY_PRICES.conform(final).sort("symbol", "date"))
+
+
+@settings(max_examples=50, deadline=None)
+@given(days=st.lists(st.dates(date(1990, 1, 1), date(2100, 12, 31)), min_size=1, max_size=40))
+def test_a_days_segment_number_names_the_segment_its_key_does(days: list[date]) -> None:
+    newest = max(days).year
+    codes = pl.select(_segment_codes(pl.lit(pl.Series(days)), newest)).to_series().to_list()
+    assert [_segment_name(code) for code in codes] == [segment_key(d, newest) for d in days]
 
 
 def test_segment_end_is_the_last_day_of_the_year_or_month() -> None:

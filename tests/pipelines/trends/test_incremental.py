@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
-from pipelines.trends.incremental import CONTEXT_BARS, MATURE_BARS, append_tables, full_tables
+from pipelines.trends.incremental import (
+    CONTEXT_BARS,
+    MATURE_BARS,
+    REWRITABLE,
+    _state,
+    append_tables,
+    full_tables,
+)
 from tests.pipelines.trends.helpers import bars
 
 UPDATED = 1_700_000_000_000
@@ -73,3 +80,32 @@ def test_any_sequence_of_appends_equals_the_whole_computation(seed: int, steps: 
     history, segments = _carry(everything, [int(c) for c in cuts])
     assert history.equals(TREND_HISTORY.conform(expected_history).sort("symbol", "date"))
     assert segments.equals(TREND_SEGMENTS.conform(expected_segments).sort("symbol", "segment"))
+
+
+def test_the_state_is_each_symbols_last_rows_final_segment_and_context() -> None:
+    everything = bars(_walks(7, 5, 600))
+    history, _, state = full_tables(everything, UPDATED)
+    for symbol in ["S0", "S3"]:
+        mine = history.filter(pl.col("symbol") == symbol)
+        row = state.filter(pl.col("symbol") == symbol).row(0, named=True)
+        final = mine["segment"][-(REWRITABLE + 1)]
+        assert row["last_date"] == mine["date"][-1]
+        assert row["bars"] == mine.height
+        assert row["final_segment"] == final
+        assert row["final_segment_start"] == mine.filter(pl.col("segment") == final)["date"][0]
+        assert row["context_start"] == mine["date"][-CONTEXT_BARS]
+
+
+def test_a_state_of_rows_whose_segments_go_down_is_refused() -> None:
+    history, _, _ = full_tables(bars(_walks(8, 2, 400)), UPDATED)
+    broken = history.with_columns(segment=pl.col("segment").reverse().over("symbol"))
+    with pytest.raises(ValueError, match="segments ascending"):
+        _state_of(broken)
+
+
+def _state_of(history: pl.DataFrame) -> pl.DataFrame:
+    totals = history.group_by("symbol").agg(bars=pl.len())
+    machines = totals.select("symbol").with_columns(
+        machine_state=pl.lit(0), machine_pending=pl.lit(0), machine_run=pl.lit(0)
+    )
+    return _state(history, history, totals, machines)

@@ -80,6 +80,46 @@ def test_generated_series_satisfy_every_segment_invariant(seed: int) -> None:
     _assert_no_short_segments(segments)
 
 
+def _segments_by_sorting(history: pl.DataFrame) -> pl.DataFrame:
+    """The segments as the rule says them, the slow way: every segment after the first gets its
+    start bar again as the previous segment's end bar, then all rows are sorted and grouped."""
+    previous = pl.col("segment").shift(1).over("symbol")
+    ends = (
+        history.filter(pl.col("segment") != previous)
+        .filter(pl.col("segment") > 0)
+        .with_columns(pl.col("segment") - 1)
+    )
+    rows = pl.concat([history, ends]).sort("symbol", "segment", "date")
+    return rows.group_by("symbol", "segment", maintain_order=True).agg(
+        started_on=pl.col("date").first(),
+        ended_on=pl.col("date").last(),
+        close=pl.col("price").last(),
+        max_price=pl.col("price").max(),
+        min_price=pl.col("price").min(),
+        max_price_date=pl.col("date").get(pl.col("price").arg_max()),
+        short_term_average=pl.col("short_term_average").last(),
+        signal_strength=pl.col("signal").mean(),
+        bars=pl.len(),
+    )
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_segments_end_on_the_next_segments_start_bar_as_sorting_every_row_gives(
+    seed: int,
+) -> None:
+    walks = _random_walks(12, 700, seed)
+    walks["TWO"] = walks["S1"][:2]
+    history, segments = _trends(walks)
+    expected = _segments_by_sorting(history)
+    assert segments.select(expected.columns).equals(expected)
+
+
+def test_segments_of_shuffled_rows_equal_those_of_rows_in_symbol_and_date_order() -> None:
+    history, segments = _trends(_random_walks(6, 500))
+    shuffled = history.sample(fraction=1.0, shuffle=True, seed=9)
+    assert trend_segments(shuffled, last_updated=1_700_000_000_000).equals(segments)
+
+
 def test_durations_add_up_to_the_symbols_span() -> None:
     history, segments = _trends(_random_walks(5, 900))
     total = segments.group_by("symbol").agg(pl.col("trend_duration_days").sum())
