@@ -172,9 +172,10 @@ they were written belong to that year's file."""
 
 def _plan(
     segments: Iterable[str], rows: pl.DataFrame, day: pl.Expr
-) -> tuple[Sources, dict[str, pl.DataFrame]] | None:
-    """The stored segments' targets, and `rows` split by the segment they fall in (in their
-    order), by the newest year of either; None when there is neither."""
+) -> tuple[Sources, pl.DataFrame, dict[str, int]] | None:
+    """The stored segments' targets, `rows` tagged with the number of the segment they fall in
+    (`_segment`), and the numbers by segment key, by the newest year of either; None when there
+    is neither."""
     years = [int(segment[:4]) for segment in segments]
     newest_row = rows.select(day.max()).item()
     if isinstance(newest_row, date):
@@ -185,18 +186,22 @@ def _plan(
     sources: Sources = {}
     for segment in sorted(segments):
         sources.setdefault(segment_key(segment_start(segment), newest), []).append(segment)
-    if rows.is_empty():
-        return sources, {}
-    parts = rows.with_columns(_segment=_segment_codes(day, newest)).partition_by(
-        "_segment", as_dict=True, include_key=False, maintain_order=True
-    )
-    return sources, {_segment_name(code): part for (code,), part in parts.items()}
+    tagged = rows.with_columns(_segment=_segment_codes(day, newest))
+    codes = tagged["_segment"].unique().to_list()
+    return sources, tagged, {_segment_name(code): code for code in codes}
 
 
-def _touched(sources: Sources, parts: Mapping[str, pl.DataFrame]) -> set[str]:
+def _touched(sources: Sources, numbers: Mapping[str, int]) -> set[str]:
     """Segments a write must rewrite: those the rows fall in, and those whose months merge."""
     merged = {target for target, found in sources.items() if found != [target]}
-    return set(parts) | merged
+    return set(numbers) | merged
+
+
+def _rows_in(tagged: pl.DataFrame, numbers: Mapping[str, int], target: str) -> pl.DataFrame:
+    """The tagged rows that fall in `target`, in their order. One segment at a time: a write holds
+    at most one copy of its rows besides them."""
+    number = numbers.get(target, -1)
+    return tagged.filter(pl.col("_segment") == number).drop("_segment")
 
 
 def _untouched(
@@ -230,9 +235,9 @@ def upsert_series(
     plan = _plan(segments, rows, pl.col("date"))
     if plan is None:
         return {}
-    sources, parts = plan
+    sources, tagged, numbers = plan
     first_cut = min(cutoffs.values(), default=None)
-    affected = _touched(sources, parts) | {
+    affected = _touched(sources, numbers) | {
         target for target in sources if first_cut is not None and first_cut <= segment_end(target)
     }
     out = _untouched(shard.key, segments, sources, affected)
@@ -248,7 +253,7 @@ def upsert_series(
             .drop("_cutoff")
             .collect()
         )
-        added = parts.get(target, rows.clear())
+        added = _rows_in(tagged, numbers, target)
         frame = sorted_by(pl.concat([table.conform(kept), added]), order(table))
         if frame.height:
             key = f"{shard.key}/{target}"
@@ -283,12 +288,12 @@ def append_segments(
     plan = _plan(segments, rows, day)
     if plan is None:
         return {}
-    sources, parts = plan
-    affected = _touched(sources, parts)
+    sources, tagged, numbers = plan
+    affected = _touched(sources, numbers)
     out = _untouched(market, segments, sources, affected)
     for target in sorted(affected):
         kept = scan(tx.store.storage, [segments[s] for s in sources.get(target, [])], table)
-        added = parts.get(target, rows.clear())
+        added = _rows_in(tagged, numbers, target)
         key = f"{market}/{target}"
         out[key] = tx.write_file(table, key, pl.concat([table.conform(kept.collect()), added]))
     return out

@@ -29,7 +29,6 @@ from pipelines.incremental.tables import (
     by_shard,
     rewrite_snapshot,
     scan,
-    segment_key,
     stage_market_file,
     stored_rows,
     upsert_series,
@@ -193,7 +192,7 @@ def _update_shard(
     rows, cutoffs, new_state = change
     del fetched, change
     if full:
-        files = _first_segments(tx, shard, rows)
+        files = upsert_series(tx, DAILY_PRICES, shard, {}, rows, {})
         written = scan(tx.store.storage, files.values(), DAILY_PRICES)
     else:
         files = upsert_series(tx, DAILY_PRICES, shard, stored_prices, rows, cutoffs)
@@ -300,26 +299,6 @@ def _by_symbol_and_date(bars: pl.DataFrame) -> pl.DataFrame:
     if bool(np.all((np.diff(index) > 0) | (np.diff(days) > 0))):
         return ordered
     return bars.sort(_INDEX, "date")
-
-
-def _first_segments(
-    tx: RunTransaction, shard: Shard, rows: pl.DataFrame
-) -> dict[str, PartitionFile]:
-    """The files `upsert_series` writes for a shard with nothing stored, written from `rows`
-    sorted by (symbol, date): each segment is cut out in that order rather than sorted again."""
-    newest = rows["date"].max()
-    if not isinstance(newest, date):
-        return {}
-    year, month = pl.col("date").dt.year(), pl.col("date").dt.month()
-    number = pl.when(year < newest.year).then(year * 100).otherwise(year * 100 + month)
-    segments = rows.select(number).to_series()
-    files = {}
-    for segment in segments.unique().sort().to_list():
-        # One segment at a time (a filter keeps the rows' order): at most one copy is held.
-        start = date(segment // 100, max(segment % 100, 1), 1)
-        name = f"{shard.key}/{segment_key(start, newest.year)}"
-        files[name] = tx.write_file(DAILY_PRICES, name, rows.filter(segments == segment))
-    return files
 
 
 def _removed(state: pl.DataFrame, shard: Shard, members: Mapping[Shard, list[str]]) -> list[str]:
