@@ -79,7 +79,7 @@ class WrittenBars:
             self.newest = newest
         market = bars["market"][0]
         found = {
-            "unique_symbol_date": checks.duplicate_keys(bars, ["market", "symbol", "date"]),
+            "unique_symbol_date": checks.duplicate_bars(bars),
             "positive_prices": checks.non_positive_prices(bars),
             "high_at_least_open_close": checks.high_below_open_close(bars),
             "low_at_most_open_close": checks.low_above_open_close(bars),
