@@ -12,16 +12,19 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from pipelines.catalog.manifest import MANIFEST_NAME, Manifest, manifest_from_json, read_manifest
 from pipelines.catalog.schema import Table
+
+if TYPE_CHECKING:
+    # Imported where used: a local run reads its files with Polars, and pyarrow costs every
+    # command 0.1 s at import.
+    import pyarrow as pa
+    import pyarrow.fs as pafs
 
 
 @runtime_checkable
@@ -73,6 +76,8 @@ class LocalStorage:
         return read_manifest(self.root)
 
     def filesystem(self) -> pafs.FileSystem:
+        import pyarrow.fs as pafs
+
         return pafs.LocalFileSystem()
 
     def arrow_path(self, relative: str) -> str:
@@ -115,6 +120,8 @@ class S3Location:
         return boto3.client("s3", endpoint_url=self.endpoint_url, region_name=self.region)
 
     def filesystem(self) -> pafs.S3FileSystem:
+        import pyarrow.fs as pafs
+
         if self.endpoint_url is None:
             return pafs.S3FileSystem(region=self.region)
         endpoint = urlparse(self.endpoint_url)
@@ -165,6 +172,8 @@ def read_files(
     filesystem: pafs.FileSystem | None = None,
 ) -> list[pa.Table]:
     """The Parquet files (manifest paths) as arrow tables, one per file, in order."""
+    import pyarrow.parquet as pq
+
     filesystem = filesystem or storage.filesystem()
     return [pq.read_table(storage.arrow_path(r), filesystem=filesystem) for r in relatives]
 
