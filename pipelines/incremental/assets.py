@@ -18,6 +18,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import Table
+from pipelines.check_rows import markdown
 from pipelines.incremental.runner import (
     Domain,
     DomainRun,
@@ -28,7 +29,6 @@ from pipelines.incremental.runner import (
 )
 from pipelines.incremental.shards import Shard
 from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.prices.checks import markdown
 from pipelines.runs import RunOptions, single_run, step_name
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction

@@ -25,6 +25,7 @@ from pipelines.catalog.newsroom import (
     SENTIMENT_TOPICS,
 )
 from pipelines.catalog.state import BRIEFS_STATE
+from pipelines.check_rows import markdown
 from pipelines.incremental.tables import counted_rows, scan, stage_market_file, stored_rows
 from pipelines.newsroom import analyses, checks
 from pipelines.newsroom.enrichment import Enricher
@@ -85,7 +86,7 @@ def _result(
         severity=severity,
         metadata={
             "offending_count": offending.height,
-            "offending_rows": dg.MetadataValue.md(checks.markdown(offending)),
+            "offending_rows": dg.MetadataValue.md(markdown(offending)),
         },
     )
 

@@ -57,14 +57,3 @@ def total_not_sum(daily: pl.DataFrame) -> pl.DataFrame:
     """Rows whose total differs from positive + neutral + negative."""
     parts = pl.col("positive") + pl.col("neutral") + pl.col("negative")
     return daily.filter(pl.col("total") != parts)
-
-
-def markdown(frame: pl.DataFrame, rows: int = 20) -> str:
-    """The first rows as a Markdown table, for check metadata."""
-    if frame.is_empty():
-        return "(none)"
-    shown = frame.head(rows).select(pl.all().cast(pl.String))
-    header = "| " + " | ".join(shown.columns) + " |"
-    rule = "|" + "---|" * len(shown.columns)
-    lines = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.rows()]
-    return "\n".join([header, rule, *lines])

@@ -10,6 +10,7 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_REJECTS
 from pipelines.catalog.state import PRICE_STATE
+from pipelines.check_rows import markdown
 from pipelines.incremental.tables import stored_rows
 from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices import checks
@@ -43,7 +44,7 @@ def check_result(
         severity=severity,
         metadata={
             "offending_count": offending.height,
-            "offending_rows": dg.MetadataValue.md(checks.markdown(offending)),
+            "offending_rows": dg.MetadataValue.md(markdown(offending)),
         },
     )
 
@@ -151,7 +152,7 @@ def freshness_result(
             "newest_date": str(newest) if newest is not None else "none",
             "markets_without_bars": dg.MetadataValue.json(empty),
             "symbols_without_bars": without_bars.height,
-            "stale_symbols": dg.MetadataValue.md(checks.markdown(offending)),
+            "stale_symbols": dg.MetadataValue.md(markdown(offending)),
         },
     )
 
@@ -165,8 +166,8 @@ def rejects_result(asset: str, rejects: pl.DataFrame) -> dg.AssetCheckResult:
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
             "reject_count": rejects.height,
-            "reasons": dg.MetadataValue.md(checks.markdown(checks.reasons_by_count(rejects))),
-            "first_rejects": dg.MetadataValue.md(checks.markdown(rejects)),
+            "reasons": dg.MetadataValue.md(markdown(checks.reasons_by_count(rejects))),
+            "first_rejects": dg.MetadataValue.md(markdown(rejects)),
         },
     )
 

@@ -9,9 +9,6 @@ import polars as pl
 
 from pipelines.catalog import WEEKDAY_MARKETS
 
-SHOWN_ROWS = 20
-"""Offending rows carried in a check's metadata (enough to diagnose, small enough to render)."""
-
 
 def duplicate_keys(frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
     """Every row whose key occurs more than once."""
@@ -97,17 +94,3 @@ def reasons_by_count(rejects: pl.DataFrame) -> pl.DataFrame:
     """How many rejects each reason has, most frequent first."""
     counts = rejects.group_by("reason").agg(count=pl.len())
     return counts.sort(["count", "reason"], descending=[True, False])
-
-
-def markdown(frame: pl.DataFrame, rows: int = SHOWN_ROWS) -> str:
-    """The first `rows` rows as a Markdown table (Dagster renders it in the check's metadata)."""
-    with pl.Config(
-        tbl_formatting="MARKDOWN",
-        tbl_hide_column_data_types=True,
-        tbl_hide_dataframe_shape=True,
-        tbl_rows=rows,
-        tbl_cols=-1,
-        fmt_str_lengths=200,
-        tbl_width_chars=1000,
-    ):
-        return str(frame.head(rows))
