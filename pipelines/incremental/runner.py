@@ -12,6 +12,7 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, PartitionFile, Table
 from pipelines.catalog.state import PRICE_STATE
+from pipelines.check_rows import SHOWN_ROWS
 from pipelines.incremental.modes import MODES, STATE_COLUMNS, UNCHANGED, symbol_modes
 from pipelines.incremental.shards import Shard
 from pipelines.incremental.tables import by_shard, read_symbols, scan
@@ -71,9 +72,8 @@ class ShardResult:
 Update = Callable[[ShardWork], ShardResult]
 """A domain's work on one shard."""
 Check = Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]
-"""A property of a shard's computed rows (by table): the rows that break it."""
-SHOWN_OFFENDING = 20
-"""Offending rows a check keeps across shards (enough to diagnose; memory stays bounded)."""
+"""A property of a shard's computed rows (by table): the rows that break it; a shard keeps the
+first SHOWN_ROWS of them across shards (enough to diagnose, memory bounded)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class DomainRun:
             self.offending_count[key] = self.offending_count.get(key, 0) + outcome.found[key]
             before = self.offending.get(key)
             shown = found if before is None else pl.concat([before, found], how="diagonal_relaxed")
-            self.offending[key] = shown.head(SHOWN_OFFENDING)
+            self.offending[key] = shown.head(SHOWN_ROWS)
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = Fal
     offending: dict[tuple[str, str], pl.DataFrame] = {}
     for key, check in domain.checks.items():
         rows = check(written.rows)
-        found[key], offending[key] = rows.height, rows.head(SHOWN_OFFENDING)
+        found[key], offending[key] = rows.height, rows.head(SHOWN_ROWS)
     return ShardOutcome(
         shard,
         {name: written.files.get(name, own[name]) for name in own},

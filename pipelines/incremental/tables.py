@@ -200,8 +200,9 @@ def _touched(sources: Sources, numbers: Mapping[str, int]) -> set[str]:
 def _rows_in(tagged: pl.DataFrame, numbers: Mapping[str, int], target: str) -> pl.DataFrame:
     """The tagged rows that fall in `target`, in their order. One segment at a time: a write holds
     at most one copy of its rows besides them."""
-    number = numbers.get(target, -1)
-    return tagged.filter(pl.col("_segment") == number).drop("_segment")
+    if target not in numbers:  # a stored segment rewritten for a cutoff or a merge alone
+        return tagged.clear().drop("_segment")
+    return tagged.filter(pl.col("_segment") == numbers[target]).drop("_segment")
 
 
 def _untouched(

@@ -66,11 +66,11 @@ def missing_trading_days(prices: pl.DataFrame, market: str) -> pl.DataFrame:
         )
         .filter(pl.col("present") < span)
     )
-    expected = spans.select("symbol", date=pl.date_ranges("first", "last", interval="1d")).explode(
-        "date"
+    expected = (
+        spans.select("symbol", date=pl.date_ranges("first", "last", interval="1d"))
+        .explode("date")
+        .filter(expected_day)
     )
-    if weekdays:
-        expected = expected.filter(pl.col("date").dt.weekday() <= 5)
     present = prices.join(spans.select("symbol"), on="symbol").select("symbol", "date")
     return expected.join(present, on=["symbol", "date"], how="anti").sort("symbol", "date")
 
