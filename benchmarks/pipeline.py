@@ -26,6 +26,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.day_floor import DayIO, current_files, day_io
 from benchmarks.figures import Figure, Goal
 from benchmarks.servers import BIN
 
@@ -209,10 +210,12 @@ def incremental_figures(
     news: Run | None = None,
     again: Run | None = None,
     news_again: Run | None = None,
+    day_files: DayIO | None = None,
 ) -> list[Figure]:
     """The daily job's run of one more day against the full run it follows (same data dir), its
     peak memory, the same day run again with nothing new (`again`: the floor of a daily run, as a
-    share of the full run too), the news refresh (absolute: its goal is seconds, not a share) and
+    share of the full run too), with the day's file I/O alone (`day_files`) the floor of a new day
+    (`benchmarks/day_floor.py`), the news refresh (absolute: its goal is seconds, not a share) and
     the same refresh again with nothing new (`news_again`: its floor, the process and Dagster)."""
     label = f"{daily.instruments:,} instruments"
     figures = [
@@ -227,6 +230,14 @@ def incremental_figures(
             Figure("pipeline", f"daily run with nothing new (the same day again), {label}", "s",
                    round(again.seconds, 1), round(full.seconds, 1), "full run",
                    details=again.details())
+        )  # fmt: skip
+    if again is not None and day_files is not None:
+        floor = again.seconds + day_files.seconds
+        figures.append(
+            Figure("pipeline", f"a new day's floor (nothing new + the day's file I/O alone), "
+                   f"{label}", "s", round(floor, 1), round(full.seconds, 1), "full run",
+                   details={"nothing_new_seconds": round(again.seconds, 1),
+                            **day_files.details()})
         )  # fmt: skip
     if news is not None:
         figures.append(
@@ -294,6 +305,7 @@ def pipeline_section(
     news: Run | None = None
     again: Run | None = None
     news_again: Run | None = None
+    day_files: DayIO | None = None
     for size in sorted(set(sizes) | ({incremental} if incremental else set())):
         data_dir = scratch / f"pipeline-{size}"
         try:
@@ -304,11 +316,15 @@ def pipeline_section(
                 runs.append(run)
             if size == incremental:
                 full = run
+                before = current_files(data_dir / "warehouse")
                 daily = materialize_run(
                     data_dir, size, end_date + timedelta(days=1), log, args=("--job", "daily")
                 )
                 print(f"  {size:,} instruments, one more day: {daily.seconds:.1f} s, "
                       f"{daily.peak_rss_mib:.0f} MiB", flush=True)  # fmt: skip
+                day_files = day_io(data_dir / "warehouse", before)
+                print(f"  {size:,} instruments, the day's file I/O alone: "
+                      f"{day_files.seconds:.2f} s", flush=True)  # fmt: skip
                 again = materialize_run(
                     data_dir, size, end_date + timedelta(days=1), log, args=("--job", "daily")
                 )
@@ -325,7 +341,7 @@ def pipeline_section(
             shutil.rmtree(data_dir, ignore_errors=True)
     figures = scale_figures(runs) if runs else []
     if full is not None and daily is not None:
-        figures += incremental_figures(full, daily, news, again, news_again)
+        figures += incremental_figures(full, daily, news, again, news_again, day_files)
     if runs:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         note = f" ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {load})"
