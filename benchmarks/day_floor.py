@@ -3,11 +3,12 @@
 A new day changes every indicator snapshot and every symbol's carried state, so its run must
 write those files whole, and it must read each symbol's trailing bars and carried state at least
 once. This times exactly that and nothing else, in this process, warm: the day's new files (those
-its manifest names and the full run's did not) written again from their rows with the warehouse's
-own writer, and the full run's carried states and the bars from the earliest context start on
-read once. Added to the day run again with nothing new (the process, Dagster and the steps that
-find nothing), it is the floor under a new day with no computing at all: what the daily goal
-leaves for the computing is the goal minus this floor.
+its manifest names and the full run's did not) written again from their rows by the warehouse's
+own `write_file` (into a scratch root), and the full run's carried states and the bars from the
+earliest context start on read once through the domains' own `scan`. Added to the day run again
+with nothing new (the process, Dagster and the steps that find nothing), it is the floor under a
+new day with no computing at all: what the daily goal leaves for the computing is the goal minus
+this floor.
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, TABLES, PartitionFile, Table, read_manifest
+from pipelines.catalog import DAILY_PRICES, TABLES, LocalStorage, Manifest, Table, read_manifest
 from pipelines.catalog.state import (
     BACKTEST_STATE,
     INDICATOR_STATE,
@@ -31,7 +31,9 @@ from pipelines.catalog.state import (
     STATE_TABLES,
     TREND_STATE,
 )
-from pipelines.warehouse.store import write_parquet
+from pipelines.incremental.tables import scan
+from pipelines.warehouse.commits import retired_paths
+from pipelines.warehouse.store import Warehouse
 
 CARRIED = (PRICE_STATE, INDICATOR_STATE, TREND_STATE, SIGNAL_STATE, BACKTEST_STATE)
 """The per-symbol states a daily run's domains carry from one day to the next."""
@@ -66,66 +68,68 @@ class DayIO:
         }
 
 
-def current_files(warehouse: Path) -> dict[str, PartitionFile]:
-    """Every file the warehouse's manifest names, by path, with its table's name as the path's
-    first part (`<table>/market=<m>/...`)."""
+def current_manifest(warehouse: Path) -> Manifest:
+    """The warehouse's manifest; a warehouse without one has no run to measure."""
     manifest = read_manifest(warehouse)
     if manifest is None:
-        return {}
-    return {f.path: f for parts in manifest.tables.values() for f in parts.values()}
+        raise ValueError(f"{warehouse}: no manifest, so no run to measure")
+    return manifest
 
 
-def day_io(warehouse: Path, before: Mapping[str, PartitionFile]) -> DayIO:
-    """Time the I/O of the day the warehouse now holds over `before` (the full run's files, which
-    the warehouse keeps for its garbage collector's grace, ten minutes)."""
-    new = sorted(set(current_files(warehouse)) - set(before))
-    if not new:
+def day_io(warehouse: Path, before: Manifest) -> DayIO:
+    """Time the I/O of the day the warehouse now holds over `before` (the full run's manifest,
+    whose files the warehouse keeps for its garbage collector's grace, ten minutes)."""
+    now = current_manifest(warehouse)
+    new_paths = retired_paths(now, before)  # named now, not before: the day's files
+    if not new_paths:
         raise ValueError("the day wrote no new file: nothing to measure")
-    frames = [(_table(path), pl.read_parquet(warehouse / path)) for path in new]
-    scratch = Path(tempfile.mkdtemp(prefix="day-floor-"))
-    try:
-        write_seconds = min(_write_all(frames, scratch) for _ in range(REPEATS))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    reads = [_read_inputs(warehouse, before) for _ in range(REPEATS)]
-    read_seconds, bars, states = min(reads)
+    storage = LocalStorage(warehouse)
+    new = [
+        (_table(name), partition, scan(storage, [entry], _table(name)).collect())
+        for name, parts in now.tables.items()
+        for partition, entry in parts.items()
+        if entry.path in new_paths
+    ]
+    write_seconds = min(_write_all(new) for _ in range(REPEATS))
+    read_seconds, bars, states = min(_read_inputs(storage, before) for _ in range(REPEATS))
     return DayIO(
         write_seconds=write_seconds,
         read_seconds=read_seconds,
         files=len(new),
-        bytes_written=sum((warehouse / path).stat().st_size for path in new),
+        bytes_written=sum((warehouse / path).stat().st_size for path in new_paths),
         bars_read=bars,
         state_rows_read=states,
     )
 
 
-def _table(path: str) -> Table:
-    name = path.split("/", 1)[0]
+def _table(name: str) -> Table:
     table = TABLES.get(name) or STATE_TABLES.get(name)
     if table is None:
-        raise ValueError(f"{path}: not a file of a catalog table")
+        raise ValueError(f"{name}: not a catalog table")
     return table
 
 
-def _write_all(frames: list[tuple[Table, pl.DataFrame]], scratch: Path) -> float:
-    start = time.perf_counter()
-    for i, (table, frame) in enumerate(frames):
-        write_parquet(frame, scratch / f"{i}.parquet", compressed=table.compressed)
-    return time.perf_counter() - start
+def _write_all(files: list[tuple[Table, str, pl.DataFrame]]) -> float:
+    """Seconds to write every file as a run does (`Warehouse.write_file`), into a scratch root."""
+    scratch = Warehouse(root=Path(tempfile.mkdtemp(prefix="day-floor-")))
+    try:
+        start = time.perf_counter()
+        for table, partition, frame in files:
+            scratch.write_file(table, partition, frame)
+        return time.perf_counter() - start
+    finally:
+        shutil.rmtree(scratch.root, ignore_errors=True)
 
 
-def _read_inputs(warehouse: Path, before: Mapping[str, PartitionFile]) -> tuple[float, int, int]:
+def _read_inputs(storage: LocalStorage, before: Manifest) -> tuple[float, int, int]:
     """(seconds, bars, state rows): the carried states, then the bars from their earliest context
     start on, read once."""
-    carried = {t.name for t in CARRIED}
     start = time.perf_counter()
-    states = [
-        pl.read_parquet(warehouse / path)
-        for path in sorted(before)
-        if path.split("/", 1)[0] in carried
-    ]
-    bars = _trailing_bars(warehouse, before, _earliest_context(states))
-    return time.perf_counter() - start, bars, sum(s.height for s in states)
+    states = [scan(storage, before.tables.get(t.name, {}).values(), t).collect() for t in CARRIED]
+    since = _earliest_context(states)
+    prices = before.tables.get(DAILY_PRICES.name, {}).values()
+    bars = scan(storage, prices, DAILY_PRICES).filter(pl.col("date") >= since).collect()
+    return time.perf_counter() - start, bars.height, sum(s.height for s in states)
 
 
 def _earliest_context(states: list[pl.DataFrame]) -> date:
@@ -135,10 +139,3 @@ def _earliest_context(states: list[pl.DataFrame]) -> date:
     if not found:
         raise ValueError("no carried state with a context start")
     return min(found)
-
-
-def _trailing_bars(warehouse: Path, before: Mapping[str, PartitionFile], since: date) -> int:
-    """Read every bar dated `since` or later from the full run's price files; their count."""
-    paths = [str(warehouse / p) for p in sorted(before) if p.startswith(f"{DAILY_PRICES.name}/")]
-    frame = pl.scan_parquet(paths).filter(pl.col("date") >= since).collect()
-    return frame.height

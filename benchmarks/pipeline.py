@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.day_floor import DayIO, current_files, day_io
+from benchmarks.day_floor import DayIO, current_manifest, day_io
 from benchmarks.figures import Figure, Goal
 from benchmarks.servers import BIN
 
@@ -316,7 +316,7 @@ def pipeline_section(
                 runs.append(run)
             if size == incremental:
                 full = run
-                before = current_files(data_dir / "warehouse")
+                before = current_manifest(data_dir / "warehouse")
                 daily = materialize_run(
                     data_dir, size, end_date + timedelta(days=1), log, args=("--job", "daily")
                 )

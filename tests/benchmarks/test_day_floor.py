@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from benchmarks.day_floor import current_files, day_io
+from benchmarks.day_floor import current_manifest, day_io
 from benchmarks.pipeline import Run, incremental_figures
 from pipelines.catalog import DAILY_PRICES, Table
 from pipelines.catalog.state import TREND_STATE
@@ -41,13 +41,12 @@ def warehouse(tmp_path: Path) -> Warehouse:
 def test_the_day_writes_only_its_new_files_and_reads_bars_from_the_earliest_context_start(
     warehouse: Warehouse,
 ) -> None:
-    before = current_files(warehouse.root)
+    before = current_manifest(warehouse.root)
     new = rows(TREND_STATE, 1, market="crypto", context_start=FIRST + timedelta(days=6))
-    warehouse.write(TREND_STATE, "crypto", new)
+    written = warehouse.write(TREND_STATE, "crypto", new)
     io = day_io(warehouse.root, before)
-    written = set(current_files(warehouse.root)) - set(before)
     assert io.files == 1
-    assert io.bytes_written == sum((warehouse.root / p).stat().st_size for p in written)
+    assert io.bytes_written == written.path.stat().st_size
     # the carried state as the full run left it: bars from its context start, the 6th day, on
     assert (io.bars_read, io.state_rows_read) == (5, 1)
     assert io.seconds == io.write_seconds + io.read_seconds > 0
@@ -55,13 +54,29 @@ def test_the_day_writes_only_its_new_files_and_reads_bars_from_the_earliest_cont
 
 def test_a_day_that_wrote_nothing_new_has_no_floor_to_measure(warehouse: Warehouse) -> None:
     with pytest.raises(ValueError, match="no new file"):
-        day_io(warehouse.root, current_files(warehouse.root))
+        day_io(warehouse.root, current_manifest(warehouse.root))
+
+
+def test_a_warehouse_without_a_manifest_has_no_run_to_measure(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no manifest"):
+        current_manifest(tmp_path / "warehouse")
+
+
+def test_a_full_run_without_carried_state_has_no_context_to_read_bars_from(
+    tmp_path: Path,
+) -> None:
+    store = Warehouse(root=tmp_path / "warehouse")
+    store.write(DAILY_PRICES, "crypto", rows(DAILY_PRICES, 3, market="crypto"))
+    before = current_manifest(store.root)
+    store.write(TREND_STATE, "crypto", rows(TREND_STATE, 1, market="crypto"))
+    with pytest.raises(ValueError, match="no carried state"):
+        day_io(store.root, before)
 
 
 def test_the_floor_is_the_day_with_nothing_new_plus_its_file_io_as_a_share_of_the_full_run(
     warehouse: Warehouse,
 ) -> None:
-    before = current_files(warehouse.root)
+    before = current_manifest(warehouse.root)
     warehouse.write(TREND_STATE, "crypto", rows(TREND_STATE, 1, market="crypto"))
     io = day_io(warehouse.root, before)
     full = Run(5000, date(2026, 3, 2), 50.0, 1900.0)
