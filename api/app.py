@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -19,8 +20,9 @@ from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
 from api.heap import frozen_startup_heap
 from api.metering.config import MeteringConfig
-from api.metering.plugin import MeteringPlugin, metering_enabled
+from api.metering.plugin import METERING_OFF_WARNING, MeteringPlugin, metering_enabled
 from api.openapi import ToolsOpenAPIPlugin
+from api.request_limits import RequestLimitsMiddleware
 from api.routes import V2_CONTROLLERS
 from api.routes.common import prepare_snapshot
 from api.routes.system import SystemController
@@ -70,6 +72,7 @@ def create_app(
         lifespan=[reader_lifespan, frozen_startup_heap],  # frozen once the snapshot is loaded
         openapi_config=_openapi_config(settings, metering),
         logging_config=_logging_config(),
+        middleware=[RequestLimitsMiddleware],  # outermost: before authentication and metering
         plugins=list(plugins),
         debug=False,
     )
@@ -119,6 +122,7 @@ def asgi_app() -> Litestar:
     env = os.environ
     settings = load_settings(env)
     if not metering_enabled(env):  # MI_METERING_URL=off: no auth, no metering (benchmark baseline)
+        logging.getLogger("api").warning(METERING_OFF_WARNING)
         return create_app(settings)
     metering = MeteringPlugin.from_env(env, settings.data_dir)
     return create_app(

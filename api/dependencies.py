@@ -15,6 +15,7 @@ from litestar import Request, Response
 from litestar.di import Provide
 
 from api.params import CRYPTO_ONLY, NON_CRYPTO, route_market
+from api.request_values import RequestValues
 from api.responses import cached_hit
 from api.settings import ApiSettings
 from api.warehouse import WarehouseReader, WarehouseSnapshot, WarehouseUnavailable
@@ -87,11 +88,15 @@ async def take_snapshot(request: Request[Any, Any, Any]) -> Response[Any] | None
     """`before_request` of every /api/v2 controller: the request's one snapshot, taken before
     Litestar reads its parameters (503 before the first materialization, whatever the parameters),
     then the answer to this exact request if it already answered 200 on this data version
-    (`api.responses.cached_hit`: Litestar then skips parameter parsing and the handler).
+    (`api.responses.cached_hit`: the handler is skipped), else the 422 of a repeated or unknown
+    query parameter (`RequestValues.check`; a request that answered 200 had none).
     Async: Litestar runs a sync hook in a worker thread."""
     snapshot = current_snapshot(serving_of(request).reader)
     cast("dict[str, Any]", request.scope)[SNAPSHOT_SCOPE] = snapshot
-    return cached_hit(request, snapshot)
+    hit = cached_hit(request, snapshot)
+    if hit is None:
+        RequestValues.of(request.scope).check()
+    return hit
 
 
 def request_snapshot(request: Request[Any, Any, Any]) -> WarehouseSnapshot:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.ipc as pa_ipc
@@ -28,8 +29,15 @@ from pipelines.catalog import (
 )
 from pipelines.catalog.sql import quote_identifier
 
-BATCH_ROWS = 100_000
-"""Rows read and encoded at a time (a Parquet row group): what a stream holds in memory at once."""
+BATCH_BYTES = 1 << 20
+"""About how many bytes of rows an export reads and encodes at a time (a Parquet row group): with
+each send awaited (the server's back-pressure), a stalled client holds this, its encoding and one
+chunk in the worker, whatever the file's size (decisions.md, Bulk export)."""
+CHUNK_BYTES = 64 * 1024
+"""The largest piece handed to the server at once: a send blocks once the client stops reading."""
+MIN_BATCH_ROWS = 1024
+_COLUMN_BYTES = {"list": 64, "string": 32}
+"""What a row's column takes in memory, about (a number or date: 8)."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ class Format:
     media_type: str
     writer: Callable[[io.RawIOBase, pa.Schema], _Writer]
     lists_as_json: bool = False
-    """CSV has no list type: briefs' `symbols` and `impacted_coins` go out as JSON arrays."""
+    """CSV has no list type: briefs' `symbols` and `impacted_coins` go out as JSON arrays; and its
+    text cells are read by spreadsheets: those that would be formulas are quoted (`_select`)."""
 
 
 def _parquet(sink: io.RawIOBase, schema: pa.Schema) -> _Writer:
@@ -158,9 +167,23 @@ def export_sql(dataset: Dataset, selection: Selection, fmt: Format) -> tuple[str
     return f"SELECT {columns} FROM {table} WHERE {where}", params
 
 
+FORMULA_STARTS = "('=', '+', '-', '@', chr(9), chr(13))"
+"""decisions.md, Bulk export: a CSV text cell starting with one of these is written with a leading
+`'`, so a spreadsheet shows it as text instead of running it (formula injection through feed text)."""
+QUOTE = "''''"
+"""A single quote as a DuckDB string literal."""
+
+
 def _select(column: Column, fmt: Format) -> str:
     name = quote_identifier(column.name)
-    return f"to_json({name}) AS {name}" if fmt.lists_as_json and _is_list(column) else name
+    if not fmt.lists_as_json:
+        return name
+    if _is_list(column):
+        return f"to_json({name}) AS {name}"  # starts with '[': never a formula
+    if column.dtype == pl.String:
+        quoted = f"CASE WHEN left({name}, 1) IN {FORMULA_STARTS} THEN {QUOTE} || {name}"
+        return f"{quoted} ELSE {name} END AS {name}"
+    return name
 
 
 def filename(market: str, dataset: Dataset, version: int, fmt: Format) -> str:
@@ -193,25 +216,41 @@ class _Chunks(io.RawIOBase):
         return chunk
 
 
+def batch_rows(table: Table) -> int:
+    """Rows of `table` in about `BATCH_BYTES`."""
+    width = sum(_column_bytes(column) for column in table.columns)
+    return max(MIN_BATCH_ROWS, BATCH_BYTES // max(width, 1))
+
+
+def _column_bytes(column: Column) -> int:
+    if _is_list(column):
+        return _COLUMN_BYTES["list"]
+    return _COLUMN_BYTES["string"] if column.dtype == pl.String else 8
+
+
 def encoded(
     snapshot: WarehouseSnapshot,
     dataset: Dataset,
     selection: Selection,
     fmt: Format,
-    batch_rows: int = BATCH_ROWS,
+    rows: int | None = None,
 ) -> Iterator[bytes]:
-    """The file, a batch of rows at a time: never more than `batch_rows` rows in memory.
+    """The file, a batch of `rows` (default `batch_rows`) at a time, in pieces of at most
+    `CHUNK_BYTES`: an export holds one batch and its encoding, never the file.
 
     Blocking (DuckDB and the writers): a `Stream` of it calls each step in a worker thread.
     """
     sql, params = export_sql(dataset, selection, fmt)
-    batches = snapshot.record_batches(sql, params, batch_rows=batch_rows)
+    batches = snapshot.record_batches(sql, params, batch_rows=rows or batch_rows(dataset.table))
     sink = _Chunks()
     writer = fmt.writer(sink, batches.schema)
     for batch in batches:
         writer.write_batch(batch)
-        chunk = sink.take()
-        if chunk:
-            yield chunk
+        yield from _pieces(sink.take())
     writer.close()
-    yield sink.take()
+    yield from _pieces(sink.take()) or [b""]
+
+
+def _pieces(chunk: bytes) -> list[bytes]:
+    view = memoryview(chunk)
+    return [bytes(view[i : i + CHUNK_BYTES]) for i in range(0, len(chunk), CHUNK_BYTES)]

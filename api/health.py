@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -101,15 +102,41 @@ def _parse_instant(text: str) -> datetime | None:
     return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True)
+STATUS_MAX_AGE_SECONDS = 5.0
+"""decisions.md, Operations: `/api/v1/status` answers from a result at most this old."""
+
+
+@dataclass
 class Health:
-    """Every registered check, run concurrently with one timeout, combined into one status."""
+    """Every registered check, run concurrently with one timeout, combined into one status.
+
+    The public status route answers from a result at most `max_age_seconds` old, computed by one
+    caller while the others wait for it: its cost does not grow with calls.
+    """
 
     checks: Sequence[HealthCheck]
     version: str
     timeout_seconds: float
+    max_age_seconds: float = STATUS_MAX_AGE_SECONDS
+    _latest: tuple[float, SystemStatus] | None = field(default=None, init=False, repr=False)
+    _running: asyncio.Future[SystemStatus] | None = field(default=None, init=False, repr=False)
 
     async def status(self) -> SystemStatus:
+        latest = self._latest
+        if latest is not None and time.monotonic() - latest[0] <= self.max_age_seconds:
+            return latest[1]
+        running = self._running
+        if running is None:
+            running = self._running = asyncio.ensure_future(self._fresh())
+            running.add_done_callback(self._finished)
+        return await asyncio.shield(running)
+
+    def _finished(self, done: asyncio.Future[SystemStatus]) -> None:
+        self._running = None
+        if not done.cancelled() and done.exception() is None:
+            self._latest = (time.monotonic(), done.result())
+
+    async def _fresh(self) -> SystemStatus:
         results: dict[str, Check] = {}
         async with anyio.create_task_group() as tasks:
             for check in self.checks:

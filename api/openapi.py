@@ -1,8 +1,9 @@
 """The OpenAPI document tools can use: security, examples, enums, token costs, every error's body.
 
-Litestar generates the document from the routes (parameters with the bounds of `api.params.Bounds`,
-response schemas, each route's declared failures). `finish` completes it with what only the product
-knows, once per app: the bearer scheme, an example of every path parameter that exists in the
+Litestar generates the document from the routes (path parameters, response schemas, each route's
+declared failures). `finish` completes it with what only the product knows, once per app: the query
+parameters each route declares in `opt["query"]` (their bounds, defaults and meanings, from the
+same declarations the route and metering read), the bearer scheme, an example of every path parameter that exists in the
 embedded market, the enums of markets, strategies, datasets and formats, each operation's token cost
 from the metering configuration the server runs with (its description and `x-token-cost`), and the
 answers of the metering layer (401, 402, 429, 503, the balance headers) on every metered operation.
@@ -22,7 +23,7 @@ from litestar.routes import HTTPRoute
 
 from api.export import DATASETS, FORMATS
 from api.metering.config import MeteringConfig, RowsCost, ScaledCost, cost_text
-from api.params import SCALED_BY
+from api.params import SCALED_BY, QueryParameterDeclaration
 from api.schemas import ErrorBody, PipelineErrorBody, TokenLimitErrorBody
 from pipelines.catalog import MARKETS, STRATEGIES
 
@@ -55,11 +56,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "market": MARKETS,
     "strategy": STRATEGIES,
     "dataset": tuple(DATASETS),
-    "format": tuple(FORMATS),
 }
-"""Parameters with a closed set of values, by name (the same on every route that has them)."""
-DAY = {"type": "string", "format": "date", "description": "a day, YYYY-MM-DD (inclusive)"}
-DAY_PARAMETERS = {"bulk-export": ("from", "to")}
+"""Path parameters with a closed set of values, by name (the same on every route that has them)."""
 FILE_OPERATIONS = {"bulk-export"}
 """Operations answering files in FORMATS rather than JSON."""
 
@@ -107,6 +105,7 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
     for path, handler in documented_handlers(app):
         operation = document["paths"][path]["get"]
         name: str | None = handler.opt.get("operation")
+        _add_query_parameters(operation, handler.opt.get("query", ()))
         _describe_parameters(operation, name)
         _drop_framework_400(operation)
         if name is None:
@@ -126,14 +125,20 @@ def documented_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler]]
                     yield route.path_format, handler
 
 
+def _add_query_parameters(
+    operation: Document, declared: tuple[QueryParameterDeclaration, ...]
+) -> None:
+    """The query parameters the route reads (`api.request_values`), which Litestar cannot see."""
+    if declared:
+        operation.setdefault("parameters", []).extend(p.openapi() for p in declared)
+
+
 def _describe_parameters(operation: Document, name: str | None) -> None:
     examples = {**EXAMPLES, **EXAMPLES_OF.get(name or "", {})}
     for parameter in operation.get("parameters", []):
         key = parameter["name"]
-        if key in ENUMS:
+        if key in ENUMS and parameter["in"] == "path":
             parameter["schema"] = {**_plain(parameter["schema"]), "enum": list(ENUMS[key])}
-        if key in DAY_PARAMETERS.get(name or "", ()):
-            parameter["schema"] = dict(DAY)
         if key in examples and (parameter["in"] == "path" or key == "keywords"):
             parameter["example"] = examples[key]
 

@@ -1,15 +1,15 @@
-"""Request values the router cannot check itself: markets, strategies, clamps and integer path segments."""
+"""Request parameters: declarations (bounds, defaults, meanings), one strict reading per kind, markets."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Generic, Literal, TypeVar
 
 from litestar.openapi.spec import OpenAPIType
-from litestar.params import ParameterKwarg, PathParameter, QueryParameter
+from litestar.params import ParameterKwarg, PathParameter
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
 from pipelines.catalog import MARKETS, STRATEGIES
@@ -26,6 +26,13 @@ def resolve_market(segment: str, live_markets: Sequence[str]) -> str:
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INTEGER = re.compile(r"-?[0-9]+")
+"""decisions.md, Parameters: an integer is ASCII digits with an optional leading `-` (`[0-9]`, not
+`\\d`, which matches the digits of every script)."""
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+"""A number parameter: a plain decimal (no exponent, no `nan` or `inf`)."""
+_INT64_DIGITS = 19
+_LONGEST_SHOWN = 40
 
 
 def int64(name: str, value: int) -> int:
@@ -36,22 +43,38 @@ def int64(name: str, value: int) -> int:
     return value
 
 
-def int_segment(name: str, raw: str, *, minimum: int | None = None) -> int:
-    """An integer path segment, 422 naming it when it is not one (or not a 64-bit one).
-
-    Declare such segments `{name:str}` and parse them here: Litestar answers a `{name:int}` segment
-    that is not an integer with 404 (no route matched), where decisions.md asks for 422.
-    """
-    try:
-        value = int64(name, int(raw))
-    except ValueError:
-        raise InvalidParameter(name, f"expected an integer, got '{raw}'") from None
-    if minimum is not None and value < minimum:
-        raise InvalidParameter(name, f"must be at least {minimum}")
-    return value
+def parse_integer(name: str, text: str) -> int:
+    """The one reading of an integer parameter, in the query or the path: ASCII digits with an
+    optional leading `-`. Anything else (`5e2`, `500.0`, `+5`, `5_000`, ` 5`, `𝟓`, empty) is a 422
+    naming the parameter, as is a value outside 64 bits."""
+    if _INTEGER.fullmatch(text) is None:
+        raise InvalidParameter(
+            name, f"expected an integer (ASCII digits, an optional leading '-'), got {shown(text)}"
+        )
+    if len(text.lstrip("-")) > _INT64_DIGITS:  # before int(): a 100,000-digit value costs nothing
+        raise InvalidParameter(name, "outside the signed 64-bit integer range")
+    return int64(name, int(text))
 
 
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+def parse_number(name: str, text: str) -> float:
+    """A number parameter: a plain decimal (`3.5`, `-1`, `.5`); an exponent, `nan`, `inf` or
+    anything else is a 422 naming it."""
+    if len(text) > _LONGEST_SHOWN or _DECIMAL.fullmatch(text) is None:
+        raise InvalidParameter(name, f"expected a decimal number such as 3.5, got {shown(text)}")
+    return float(text)
+
+
+def shortened(text: str) -> str:
+    """A client's text cut short for an error message: a message stays small whatever is sent."""
+    return text if len(text) <= _LONGEST_SHOWN else f"{text[:_LONGEST_SHOWN]}..."
+
+
+def shown(text: str) -> str:
+    """A client's value quoted in an error message, cut short."""
+    return repr(shortened(text))
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def day_param(name: str, raw: str | None) -> date | None:
@@ -63,7 +86,7 @@ def day_param(name: str, raw: str | None) -> date | None:
             return date.fromisoformat(raw)
     except ValueError:
         pass
-    raise InvalidParameter(name, f"expected a date YYYY-MM-DD, got '{raw}'")
+    raise InvalidParameter(name, f"expected a date YYYY-MM-DD, got {shown(raw)}")
 
 
 def day_range(start: date | None, end: date | None) -> None:
@@ -110,6 +133,8 @@ class Bounds(Generic[Default]):
     source: Literal["query", "path"] = "query"
     clamped: bool = True
     """False: a value below `low` is a 422 (get-price-history's `limit`), not raised to it."""
+    meaning: str = ""
+    """What the value is, for the OpenAPI document (the bounds are added to it)."""
 
     def clamp(self, value: int) -> int:
         return clamp(value, self.low, self.high)
@@ -121,45 +146,115 @@ class Bounds(Generic[Default]):
             raise InvalidParameter(self.name, f"must be at least {self.low}")
         return self.clamp(value)
 
-    def value_of(self, value: int | None) -> int | None:
+    def value_of(self, value: int | None) -> int | Default:
         """The value a request is served with: its default when absent, else clamped."""
         return self.default if value is None else self.clamp(value)
 
     def parameter(self) -> ParameterKwarg:
-        """The parameter as the OpenAPI document shows it: a 64-bit integer with its bounds (a
-        path segment too, though the route parses it from text) and what happens outside them."""
-        schema: dict[str, Any] = {"type": OpenAPIType.INTEGER, "format": "int64", "minimum": self.low}  # fmt: skip
+        """A path segment as the OpenAPI document shows it: a 64-bit integer with its bounds
+        (though the route reads it from text: `RequestValues.integer`)."""
+        return PathParameter(description=self.description, schema_extra=self.schema())
+
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": OpenAPIType.INTEGER.value, "format": "int64"}
+        if self.low > INT64_MIN:
+            schema["minimum"] = self.low
         if self.high is not None:
             schema["maximum"] = self.high
-        declared = PathParameter if self.source == "path" else QueryParameter
-        return declared(description=self.description, schema_extra=schema)
+        if self.default is not None:
+            schema["default"] = self.default
+        return schema
+
+    def openapi(self) -> dict[str, Any]:
+        """The query parameter's OpenAPI object."""
+        return _parameter(self.name, self.description, self.schema())
 
     @property
     def description(self) -> str:
+        written = "ASCII digits with an optional leading '-' (anything else answers 422)"
         if not self.clamped:
-            return f"at least {self.low} (less answers 422)"
-        if self.high is None:
-            return f"values below {self.low} are raised to it"
-        return (
-            f"clamped to {self.low}..{self.high} (values outside are served as the nearest bound)"
-        )
+            rule = f"at least {self.low} (less answers 422)" if self.low > INT64_MIN else ""
+        elif self.high is None:
+            rule = f"values below {self.low} are raised to it"
+        else:
+            rule = f"clamped to {self.low}..{self.high} (values outside are served as the nearest bound)"  # fmt: skip
+        return "; ".join(part for part in (self.meaning, rule, written) if part)
 
 
-SKIP = Bounds("skip", default=0, low=0)
-SYMBOLS_LIMIT = Bounds("limit", default=100, low=1, high=1000)
-BRIEFS_LIMIT = Bounds("limit", default=10, low=1, high=500)
-SEARCH_LIMIT = Bounds("limit", default=20, low=1, high=500)
-SENTIMENT_LIMIT = Bounds("limit", default=30, low=1, high=3650)
-LEGACY_SENTIMENT_DAYS = Bounds("days", default=30, low=1, high=3650, source="path")
-PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1, clamped=False)
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A query parameter read as text (a choice, keywords, a day): the route checks its value."""
+
+    name: str
+    meaning: str
+    default: str | None = None
+    schema_extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def openapi(self) -> dict[str, Any]:
+        schema = {"type": "string", **self.schema_extra}
+        if self.default is not None:
+            schema["default"] = self.default
+        return _parameter(self.name, self.meaning, schema)
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A query parameter read as a plain decimal (`parse_number`)."""
+
+    name: str
+    meaning: str
+    default: float
+
+    def openapi(self) -> dict[str, Any]:
+        schema = {"type": "number", "default": self.default}
+        return _parameter(self.name, f"{self.meaning}; a plain decimal such as 3.5", schema)
+
+
+QueryParameterDeclaration = Bounds[Any] | Text | Number
+"""What a route declares in `opt["query"]`: the query parameters it takes (any other answers 422)."""
+
+
+def _parameter(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}  # fmt: skip
+
+
+SKIP = Bounds("skip", default=0, low=0, meaning="how many entries to skip")
+SYMBOLS_LIMIT = Bounds("limit", default=100, low=1, high=1000, meaning="most symbols returned")
+BRIEFS_LIMIT = Bounds("limit", default=10, low=1, high=500, meaning="most briefs returned")
+SEARCH_LIMIT = Bounds("limit", default=20, low=1, high=500, meaning="most briefs returned")
+SENTIMENT_LIMIT = Bounds("limit", default=30, low=1, high=3650, meaning="most days returned")
+LEGACY_SENTIMENT_DAYS = Bounds("days", default=30, low=1, high=3650, source="path", meaning="days up to the newest stored day")  # fmt: skip
+PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1, clamped=False, meaning="only the most recent N points (of the range, when `from` or `to` narrows it)")  # fmt: skip
 """No default: without `limit` get-price-history answers every point (a value below 1 is a 422)."""
-INDICATOR_PERIOD = Bounds("period", default=30, low=2, high=365)
-BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20)
-BACKTEST_TRADES_LIMIT = Bounds("limit", default=50, low=1, high=1000)
-RECENT_TRADES_LIMIT = Bounds("limit", default=10, low=1, high=100)
-TREND_HISTORY_LIMIT = Bounds("limit", default=1, low=1, high=5000, source="path")
-RECOMMENDATIONS_LIMIT = Bounds("limit", default=10, low=1, high=100)
-TREND_SEGMENTS_LIMIT = Bounds("limit", default=50, low=1, high=500)
+PRICES_FROM = Bounds("from", default=None, low=INT64_MIN, clamped=False, meaning="the first instant, in epoch milliseconds, inclusive")  # fmt: skip
+PRICES_TO = Bounds("to", default=None, low=INT64_MIN, clamped=False, meaning="the last instant, in epoch milliseconds, inclusive")  # fmt: skip
+INDICATOR_PERIOD = Bounds("period", default=30, low=2, high=365, meaning="the analysis window in days")  # fmt: skip
+BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20, meaning="the backtest window in years")  # fmt: skip
+BACKTEST_TRADES_LIMIT = Bounds("limit", default=50, low=1, high=1000, meaning="most trades returned")  # fmt: skip
+RECENT_TRADES_LIMIT = Bounds("limit", default=10, low=1, high=100, meaning="most trades returned")
+TREND_HISTORY_LIMIT = Bounds("limit", default=1, low=1, high=5000, source="path", meaning="most points returned, newest first")  # fmt: skip
+RECOMMENDATIONS_LIMIT = Bounds("limit", default=10, low=1, high=100, meaning="most recommendations returned")  # fmt: skip
+TREND_SEGMENTS_LIMIT = Bounds("limit", default=50, low=1, high=500, meaning="most segments returned, newest first")  # fmt: skip
+
+MAX_KEYWORDS = 20
+MAX_KEYWORD_LENGTH = 64
+KEYWORDS = Text(
+    "keywords",
+    f"whitespace-separated words that must all occur in a brief's title (any case); at most "
+    f"{MAX_KEYWORDS} words of at most {MAX_KEYWORD_LENGTH} characters (more answers 422)",
+)
+STRATEGY_FILTER = Text(
+    "strategy",
+    "aggressive or conservative (any other value answers 400); omitted: both",
+    schema_extra={"enum": list(STRATEGIES)},
+)
+STRATEGY_CHOICE = Text(
+    "strategy",
+    "aggressive or conservative (any other value answers 400)",
+    default="aggressive",
+    schema_extra={"enum": list(STRATEGIES)},
+)
+MIN_SCORE = Number("min_score", "the lowest score (0 to 5) a recommendation may have", 3.5)
 
 SCALED_BY: dict[str, Bounds[Any]] = {
     "get-recent-briefs": BRIEFS_LIMIT,
@@ -172,6 +267,19 @@ SCALED_BY: dict[str, Bounds[Any]] = {
     "get-price-history": PRICE_POINTS_LIMIT,
 }
 """The parameter each scaled cost (`[costs.<operation>]` tables of the metering config) follows."""
+
+
+def keyword_list(keywords: str | None) -> list[str]:
+    """search-briefs' keywords, lower case; 422 beyond `MAX_KEYWORDS` or `MAX_KEYWORD_LENGTH`."""
+    words = (keywords or "").lower().split()
+    if len(words) > MAX_KEYWORDS:
+        raise InvalidParameter("keywords", f"at most {MAX_KEYWORDS} keywords, got {len(words)}")
+    long = next((word for word in words if len(word) > MAX_KEYWORD_LENGTH), None)
+    if long is not None:
+        raise InvalidParameter(
+            "keywords", f"a keyword has at most {MAX_KEYWORD_LENGTH} characters, got {len(long)}"
+        )
+    return words
 
 
 def strategy_param(value: str) -> str:

@@ -24,6 +24,9 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     requests_per_window: int = 300
     window_seconds: int = 60
     concurrent: int = 10
+    concurrent_exports: int = 2
+    """Simultaneous in-flight requests of one key to a row-priced operation (bulk export), within
+    `concurrent` (decisions.md, Bulk export)."""
     request_timeout_seconds: int = 120
 
 
@@ -129,6 +132,11 @@ class MeteringConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if unpriced:
             raise MeteringConfigError(f"plans exclude operations that are not priced: {unpriced}")
 
+    def is_export(self, operation: str) -> bool:
+        """A row-priced operation (bulk export): its in-flight requests count toward
+        `limits.concurrent_exports` too."""
+        return operation in self.row_costs
+
     def cost_rule(self, operation: str) -> Cost:
         rule: Cost | None = self.costs.get(operation)
         if rule is None:
@@ -161,43 +169,16 @@ def load_config(path: Path | None = None) -> MeteringConfig:
         raise MeteringConfigError(str(exc)) from exc
 
 
-def _as_int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def scaling_value(
-    operation: str, query: Mapping[str, object], path: Mapping[str, object]
-) -> int | None:
-    """The scaling parameter of `operation` after default and clamp; an unparsable value counts
-    as absent."""
-    bounds = SCALED_BY[operation]
-    source = path if bounds.source == "path" else query
-    return bounds.value_of(_as_int(source.get(bounds.name)))
-
-
-def request_cost(
-    config: MeteringConfig,
-    operation: str,
-    query: Mapping[str, object] | None = None,
-    path: Mapping[str, object] | None = None,
-) -> int:
-    """Tokens charged up-front for one request of `operation` with these parameters (a cost by
-    rows: its minimum)."""
+def request_cost(config: MeteringConfig, operation: str, value: int | None = None) -> int:
+    """Tokens charged up-front for one request of `operation` whose scaled parameter is served as
+    `value` (after default and clamp, as the route reads it: `RequestValues.integer`; None: the
+    rule's `otherwise`). A fixed cost ignores `value`; a cost by rows is its minimum."""
     rule = config.cost_rule(operation)
     if isinstance(rule, int):
         return rule
     if isinstance(rule, RowsCost):
         return rule.minimum
-    return rule.for_value(scaling_value(operation, query or {}, path or {}))
+    return rule.for_value(value)
 
 
 def points_cost(config: MeteringConfig, operation: str, points: int) -> int | None:

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple, cast
-from urllib.parse import parse_qsl
 
 from litestar.connection import ASGIConnection
 from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
@@ -17,6 +16,7 @@ from api.auth import UNAVAILABLE, account_of
 from api.errors import (
     ApiFailure,
     DependencyUnavailable,
+    InvalidParameter,
     PaymentRequired,
     RateLimited,
     TokenLimitExceeded,
@@ -43,6 +43,7 @@ from api.metering.model import (
 )
 from api.metering.store import MeteringStore
 from api.params import SCALED_BY
+from api.request_values import RequestValues
 from pipelines.catalog import MARKETS
 
 logger = logging.getLogger(__name__)
@@ -155,6 +156,10 @@ class MeteringMiddleware:
             Outcome.TOO_MANY_IN_FLIGHT: (
                 f"too many simultaneous requests: at most {limits.concurrent} in flight"
             ),
+            Outcome.TOO_MANY_EXPORTS: (
+                f"too many simultaneous exports: at most {limits.concurrent_exports} in flight "
+                "(an export holds its slot until its file is sent)"
+            ),
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -208,10 +213,15 @@ class MeteringMiddleware:
         return route
 
     def _cost(self, operation: str, scope: Scope) -> int:
-        """The up-front cost of a scaled route; the query string is parsed only when its
-        parameter comes from the query."""
-        query = _query(scope) if SCALED_BY[operation].source == "query" else _NO_PARAMS
-        return request_cost(self.config, operation, query, scope.get("path_params", _NO_PARAMS))
+        """The up-front cost of a scaled route, from the value its handler will serve (the
+        request's one `RequestValues`). A value the handler will refuse (422, 1 token net) is
+        priced as if it were absent: the admit only needs a cost that the answer cannot exceed."""
+        bounds = SCALED_BY[operation]
+        try:
+            value = RequestValues.of(scope).integer(bounds)
+        except InvalidParameter:
+            value = bounds.default
+        return request_cost(self.config, operation, value)
 
     def _entitled(self, plan: str, scope: Scope, operation: str) -> bool:
         if operation in self._excluded[plan]:
@@ -221,10 +231,11 @@ class MeteringMiddleware:
             return True
         entitled = self._entitlements.get((plan, market))
         if entitled is None:
-            # Unknown markets are the route's 404. The cache is bounded by plans x spellings.
+            # Unknown markets are the route's 404, never remembered: the cache holds plans x
+            # spellings of a real market (`Crypto`, `CRYPTO`), not whatever a client sends.
             known = market.lower() in MARKETS
             entitled = not known or market.lower() in self.config.plan(plan).markets
-            if len(self._entitlements) < ENTITLEMENT_CACHE_SIZE:
+            if known and len(self._entitlements) < ENTITLEMENT_CACHE_SIZE:
                 self._entitlements[plan, market] = entitled
         return entitled
 
@@ -286,51 +297,73 @@ class MeteringMiddleware:
         """Run the route with its response held back, settle by its status, then send it.
 
         Holding the (single-message) response lets the settle run here, outside the route's
-        call chain, and puts the net cost and balance on it; a streamed response (`more_body`)
-        is settled on its first chunk and then passed through. A row-priced route's charge grows
-        while it runs (`charge_rows`), so the settle reads it from `charged`.
+        call chain, and puts the net cost and balance on it. A streamed response (`more_body`,
+        a bulk export) gets its headers on its first chunk and keeps its in-flight slot until
+        its last chunk is sent or the client has gone (decisions.md, Bulk export): it is
+        released when the route returns or raises. A row-priced route's charge grows while it
+        runs (`charge_rows`), so the settle reads it, and the balance it left, from `charged`.
         """
         assert admission.charge is not None
-        admitted, charged = admission.balance, [admission.charge]
+        charged = [admission.charge]
+        balances = [admission.balance]
         if route.by_rows is not None:
-            charge_rest = partial(self._charge_rows, scope, route, account, charged)
+            charge_rest = partial(self._charge_rows, scope, route, account, charged, balances)
             cast("dict[str, Any]", scope)[CHARGE_ROWS_SCOPE_KEY] = charge_rest
+        held_slot: list[int] = []  # the streamed answer's status while it holds its slot
 
-        def released(status: int) -> list[tuple[bytes, bytes]] | None:
-            """The answer's headers when nothing is to be credited: the admit's charge is the net
-            cost and its balance the answer's, so the settle (the slot, its ledger row) goes
-            behind the response (`MeteringStore.release`). None: the settle must be awaited."""
-            charge = charged[0]
-            if route.by_rows is not None or admitted is None:
+        def uncredited(status: int) -> list[tuple[bytes, bytes]] | None:
+            """The answer's headers when nothing is to be credited (the charge is the net cost
+            and the balance it left the answer's); None: the settle must be awaited."""
+            charge, balance = charged[0], balances[0]
+            if balance is None:
                 return None
             if net_cost(status, charge.tokens, self._final_cost(scope, route)) != charge.tokens:
                 return None
-            self.store.release(charge, status)
-            return balance_headers(charge.tokens, admitted)
+            return balance_headers(charge.tokens, balance)
+
+        def released(status: int) -> list[tuple[bytes, bytes]] | None:
+            """`uncredited`, with the settle (the slot, its ledger row) going behind the response
+            (`MeteringStore.release`)."""
+            headers = uncredited(status)
+            if headers is not None:
+                self.store.release(charged[0], status)
+            return headers
 
         async def settle(status: int) -> list[tuple[bytes, bytes]]:
-            headers = released(status)
-            if headers is not None:
-                return headers
-            net, balance = await self._settle(charged[0], status, self._final_cost(scope, route), admitted)  # fmt: skip
+            net, balance = await self._settle(charged[0], status, self._final_cost(scope, route), balances[0])  # fmt: skip
             return balance_headers(net, balance)
 
-        response = _HeldResponse(send, settle)
+        async def stream_headers(status: int) -> list[tuple[bytes, bytes]]:
+            headers = uncredited(status)
+            if headers is None:  # a credit to settle now (frees the slot with it)
+                return await settle(status)
+            held_slot.append(status)
+            return headers
+
+        response = _HeldResponse(send, stream_headers)
         try:
             await self.app(scope, receive, response)
         except BaseException:
             if not response.streaming:  # nothing was sent: the server answers 500, billed so
-                await self._settle(charged[0], 500, None, admitted)
+                await self._settle(charged[0], 500, None, balances[0])
             raise
+        finally:
+            if held_slot:  # a streamed answer sent whole, or cut short: its slot is free now
+                self.store.release(charged[0], held_slot[0])
         start = response.start
         if start is None:  # the route returned without answering: a server failure
-            await self._settle(charged[0], 500, None, admitted)
-        elif not response.streaming:  # a streamed answer was settled on its first chunk
+            await self._settle(charged[0], 500, None, balances[0])
+        elif not response.streaming:
             status = start["status"]
             await response.release(released(status) or await settle(status))
 
     async def _charge_rows(
-        self, scope: Scope, route: _Route, account: Account, charged: list[Charge]
+        self,
+        scope: Scope,
+        route: _Route,
+        account: Account,
+        charged: list[Charge],
+        balances: list[Balance | None],
     ) -> None:
         """The rest of a row-priced request's cost, drawn while its route runs, before it answers
         (`charge_rows`): the whole cost fits or the route's answer is the token-limit 401, whose
@@ -344,7 +377,7 @@ class MeteringMiddleware:
         except MeteringUnavailableError:
             raise DependencyUnavailable(UNAVAILABLE) from None
         if admission.charge is not None:
-            charged[0] = admission.charge
+            charged[0], balances[0] = admission.charge, admission.balance
         elif admission.outcome in _LIMIT_MESSAGES:
             raise self._token_limit(admission.outcome)
         else:  # revoked since the admit
@@ -498,10 +531,3 @@ class _HeldResponse:
         await self.send({**start, "headers": [*start.get("headers", ()), *balance]})
         if self.body is not None:
             await self.send(self.body)
-
-
-def _query(scope: Scope) -> dict[str, str]:
-    raw = scope.get("query_string", b"")
-    if not raw:
-        return {}
-    return dict(reversed(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)))

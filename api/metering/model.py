@@ -79,6 +79,7 @@ class Outcome(StrEnum):
     UNAUTHORIZED = "unauthorized"
     RATE_LIMITED = "rate_limited"
     TOO_MANY_IN_FLIGHT = "too_many_in_flight"
+    TOO_MANY_EXPORTS = "too_many_exports"
     DAILY_LIMIT = "daily_limit"
     MONTHLY_LIMIT = "monthly_limit"
 

@@ -20,6 +20,10 @@ from api.metering.store import MeteringStore, open_store, store_url_from_env
 
 METERING_OFF = "off"
 """`MI_METERING_URL=off`: serve without the metering plugin (benchmarks' metering-off baseline)."""
+METERING_OFF_WARNING = (
+    "MI_METERING_URL=off: no authentication and no metering; every route is free to anyone who "
+    "can connect (for benchmarks, on loopback only)"
+)
 
 
 def metering_enabled(env: Mapping[str, str]) -> bool:

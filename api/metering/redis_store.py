@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import itertools
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -107,7 +105,8 @@ end
 # One call per group: every admit and settle queued in one event-loop iteration, run in order (each
 # sees what the steps before it left), on one reading of the clock.
 # KEYS: clock, then per key of the batch its account, rate window, in-flight slots, ledger.
-# ARGV: now override, requests per window, window seconds, concurrent, request timeout, then the
+# ARGV: now override, requests per window, window seconds, concurrent, request timeout, concurrent
+#   exports, then the
 #   steps, each its kind and the index in KEYS of its key's account, then
 #   admit ('a'): cost, route, slot id, limited (0/1), monthly budget (-1: none), daily cap;
 #   settle ('s'): slot id, route, status, pack credit, base credit, charge time, monthly, daily;
@@ -142,8 +141,17 @@ local function trim_window(rate, cutoff)
   if old > 0 then redis.call('LTRIM', rate, old, -1) end
 end
 
+-- How many of a key's slots in flight are exports' (their ids start with 'x'; others are hex).
+local function exports_in_flight(conc, now)
+  local n = 0
+  for _, held in ipairs(redis.call('ZRANGEBYSCORE', conc, '(' .. now, '+inf')) do
+    if string.sub(held, 1, 1) == 'x' then n = n + 1 end
+  end
+  return n
+end
+
 local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limited, monthly, daily,
-    per_window, window, concurrent, timeout)
+    per_window, window, concurrent, timeout, exports)
   local a = read_account(acct)
   if not a.hash or a.revoked then return 'unauthorized' end
   local base_used, packs, day_used = counters(a, now)
@@ -166,6 +174,9 @@ local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limit
       if redis.call('ZCARD', conc) >= concurrent then
         return refuse('too_many_in_flight', 1)
       end
+    end
+    if string.sub(slot, 1, 1) == 'x' and exports_in_flight(conc, now) >= exports then
+      return refuse('too_many_exports', 1)
     end
   end
   local from_base, from_packs = cost, 0
@@ -242,16 +253,16 @@ end
 local now = clock(KEYS[1], ARGV[1])
 local stamp = stamp_of(now)
 local per_window, window = tonumber(ARGV[2]), tonumber(ARGV[3])
-local concurrent, timeout = tonumber(ARGV[4]), tonumber(ARGV[5])
+local concurrent, timeout, exports = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local replies = {}
-local i = 6
+local i = 7
 while i <= #ARGV do
   local k = tonumber(ARGV[i + 1])
   local ok, reply
   if ARGV[i] == 'a' then
     ok, reply = pcall(admit, now, stamp, KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
       tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5] == '1', tonumber(ARGV[i + 6]),
-      tonumber(ARGV[i + 7]), per_window, window, concurrent, timeout)
+      tonumber(ARGV[i + 7]), per_window, window, concurrent, timeout, exports)
     i = i + 8
   elseif ARGV[i] == 'f' then
     ok, reply = pcall(free, stamp, KEYS[k + 2], KEYS[k + 3], ARGV[i + 2], ARGV[i + 3],
@@ -383,9 +394,9 @@ class _Batch:
         store = self.store
         if store._batch is self:
             store._batch = None
-        # EVALSHA, its sha, the number of keys, the keys, then the call's five arguments (the
+        # EVALSHA, its sha, the number of keys, the keys, then the call's own arguments (the
         # clock override and the limits) and the steps'.
-        parts = 3 + self.key_count + 5 + self.arg_count
+        parts = 3 + self.key_count + 1 + store._limit_count + self.arg_count
         self.packed = b"".join(
             [
                 b"*%d\r\n" % parts,
@@ -538,15 +549,15 @@ class RedisMeteringStore(MeteringStore):
         self._evalsha = ("", b"")  # (the sha, EVALSHA and the sha in RESP): `_packed_evalsha`
         limits = config.limits
         self._packed_clock = _bulk(self._key("clock"))
-        self._packed_limits = b"".join(
-            _bulk(str(limit))
-            for limit in (
-                limits.requests_per_window,
-                limits.window_seconds,
-                limits.concurrent,
-                limits.request_timeout_seconds,
-            )
+        call_limits = (
+            limits.requests_per_window,
+            limits.window_seconds,
+            limits.concurrent,
+            limits.request_timeout_seconds,
+            limits.concurrent_exports,
         )
+        self._packed_limits = b"".join(_bulk(str(limit)) for limit in call_limits)
+        self._limit_count = len(call_limits)
         # A key's four names in RESP, and repeated arguments (routes, statuses, costs, budgets),
         # each packed once: per customer step they were most of the client's packing work.
         self._packed_names: dict[str, bytes] = {}
@@ -555,8 +566,6 @@ class RedisMeteringStore(MeteringStore):
         self._packed_budgets = {name: _budget_args(plan) for name, plan in config.plans.items()}
         self._batch: _Batch | None = None  # the group being queued in this loop iteration
         self._in_flight: set[_Batch] = set()  # sent, reply pending
-        self._slot_prefix = secrets.token_hex(8)
-        self._slot_counter = itertools.count()
         self._topup = self.client.register_script(TOPUP)
         self._revoke = self.client.register_script(REVOKE)
         self._create = self.client.register_script(CREATE)
@@ -693,7 +702,7 @@ class RedisMeteringStore(MeteringStore):
         `record`: the request awaits its step's future, read into an `Admission` as the batch's
         reply is parsed (no coroutine of its own)."""
         plan = self.config.plan(account.plan)
-        slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
+        slot = self.new_slot(route)
         limited = _ONE if plan.limited and limits else _ZERO
         arg = self._arg
         args = [

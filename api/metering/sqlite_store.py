@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import math
-import secrets
+import os
 import sqlite3
+import stat
 import time
 from collections import deque
 from collections.abc import Callable
@@ -40,7 +40,7 @@ from api.metering.model import (
     split_credit,
     summarize_usage,
 )
-from api.metering.store import Clock, MeteringStore
+from api.metering.store import EXPORT_SLOT, Clock, MeteringStore
 
 T = TypeVar("T")
 
@@ -240,6 +240,29 @@ class _LockBusyError(Exception):
     """The inline connection found the write lock held by another process (it never waits)."""
 
 
+LEDGER_MODE = 0o600
+"""The ledger holds every key's hash and spending: readable by the service's user alone. SQLite
+creates its `-wal` and `-shm` files with the database file's mode."""
+
+
+def private_file(path: Path) -> None:
+    """Create `path` readable and writable by its owner only, or take others' access away from an
+    existing one (a file an older release made 0644).
+
+    An existing file is never opened here: closing any descriptor of a database file drops every
+    POSIX lock this process's SQLite connections hold on it. Only a file that did not exist (so
+    that no connection can hold it) is created with a descriptor of its own."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, LEDGER_MODE)
+    except FileExistsError:
+        for held in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_IMODE(held.stat().st_mode) & 0o077:
+                    held.chmod(LEDGER_MODE)
+    else:
+        os.close(descriptor)
+
+
 class SqliteMeteringStore(MeteringStore):
     """Group commit on the event loop's own thread; processes share the file (WAL).
 
@@ -274,9 +297,6 @@ class SqliteMeteringStore(MeteringStore):
         self._commits = 0
         self._checkpointing = False
         self._restarting = False
-        # Slot ids: unique across processes and hosts without a urandom call per request.
-        self._slot_prefix = secrets.token_hex(8)
-        self._slot_counter = itertools.count()
         # What this process knows of the keys, caught up under the write lock at every group
         # (`_caught_up`): the rows of the ledger up to `_last_id` and the revocation generation.
         self._keys: dict[str, _KeyState] = {}
@@ -289,6 +309,7 @@ class SqliteMeteringStore(MeteringStore):
 
     def _open(self, busy_timeout: float, autocheckpoint: bool) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)
         conn = sqlite3.connect(
             self.path, isolation_level=None, timeout=busy_timeout, check_same_thread=False
         )
@@ -652,7 +673,7 @@ class SqliteMeteringStore(MeteringStore):
     def admit(self, account: Account, route: str, cost: int) -> asyncio.Future[Admission]:
         # A plain function: the request awaits its group's future itself (no coroutine), and the
         # step is a partial (no Python frame of its own).
-        slot_id = f"{self._slot_prefix}{next(self._slot_counter):x}"
+        slot_id = self.new_slot(route)
         return self._grouped(partial(self._admit_step, account, route, cost, slot_id))
 
     def _admit_step(
@@ -685,7 +706,7 @@ class SqliteMeteringStore(MeteringStore):
         limited = plan.limited and limits
         base_used, packs, today_used = group.counters(state)
         if limited:
-            refused = self._check_limits(state, now)
+            refused = self._check_limits(state, now, slot)
             if refused is not None:
                 balance = balance_of(plan, base_used, packs, today_used)
                 return Admission(refused[0], balance, retry_after=refused[1])
@@ -707,8 +728,9 @@ class SqliteMeteringStore(MeteringStore):
         after = balance_of(plan, base_used + from_base, packs - from_packs, today_used + cost)
         return Admission(Outcome.ADMITTED, after, charge)
 
-    def _check_limits(self, state: _KeyState, now: float) -> tuple[Outcome, int] | None:
-        """The sliding window (admits younger than the window), then the in-flight slots."""
+    def _check_limits(self, state: _KeyState, now: float, slot: str) -> tuple[Outcome, int] | None:
+        """The sliding window (admits younger than the window), then the in-flight slots, then
+        (for an export's `slot`) the exports among them."""
         limits = self.config.limits
         window = state.window
         while window and window[0] <= now - limits.window_seconds:
@@ -723,6 +745,10 @@ class SqliteMeteringStore(MeteringStore):
                     del slots[slot]
             if len(slots) >= limits.concurrent:
                 return Outcome.TOO_MANY_IN_FLIGHT, 1
+        if slot.startswith(EXPORT_SLOT):
+            exports = [held for held, expires in slots.items() if expires > now and held.startswith(EXPORT_SLOT)]  # fmt: skip
+            if len(exports) >= limits.concurrent_exports:
+                return Outcome.TOO_MANY_EXPORTS, 1
         return None
 
     @staticmethod

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hmac
+import itertools
+import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,8 +24,15 @@ from api.metering.model import (
 )
 
 Clock = Callable[[], float]
+EXPORT_SLOT = "x"
+"""The first letter of an export's in-flight slot id (other ids are hex): both stores count a key's
+exports in flight from its slot ids alone, so no layout of theirs changes."""
 AUTH_CACHE_SECONDS = 30.0
 """How long a verified key's (hash, plan) is reused; revocation is checked inside every admit."""
+REFUSED_CACHE_SECONDS = 5.0
+"""How long a key the store refused (unknown, wrong secret, revoked) is refused again without asking
+it: a client or an attacker repeating one bad key costs one store lookup per this interval. A key
+created meanwhile works at the latest this long after it was first refused."""
 KEY_FACTS_SIZE = 4096
 
 
@@ -36,12 +45,22 @@ class MeteringStore(ABC):
     def __init__(self, config: MeteringConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock
+        # Slot ids: unique across processes and hosts without a urandom call per request.
+        self._slot_prefix = secrets.token_hex(8)
+        self._slot_counter = itertools.count()
         self._auth_cache: dict[str, tuple[str, Account, float]] = {}
         # (key id, sha256) of a presented key: pure functions of it, computed once per key.
         self._key_facts: dict[str, tuple[str, str]] = {}
         # Keys as presented that `authenticate` accepted, with when that expires: the hot path's
         # one lookup (an exact match of the whole key, so no digest to compare).
         self._verified: dict[str, tuple[Account, float]] = {}
+        # Keys as presented that it refused, with when that expires (`REFUSED_CACHE_SECONDS`).
+        self._refused: dict[str, float] = {}
+
+    def new_slot(self, route: str) -> str:
+        """A unique in-flight slot id for a request of `route` (`EXPORT_SLOT` first for an export)."""
+        slot = f"{self._slot_prefix}{next(self._slot_counter):x}"
+        return EXPORT_SLOT + slot if self.config.is_export(route) else slot
 
     def cached_account(self, key: str) -> Account | None:
         """The account of `key` when this process verified it in the last `AUTH_CACHE_SECONDS`
@@ -61,7 +80,19 @@ class MeteringStore(ABC):
         }
 
     async def authenticate(self, key: str) -> Account | None:
-        """The account of a well-formed, known, unrevoked key; None otherwise."""
+        """The account of a well-formed, known, unrevoked key; None otherwise (remembered for
+        `REFUSED_CACHE_SECONDS`)."""
+        refused_until = self._refused.get(key)
+        if refused_until is not None and refused_until > time.monotonic():
+            return None
+        account = await self._authenticate(key)
+        if account is None:
+            if len(self._refused) >= KEY_FACTS_SIZE:
+                self._refused.clear()
+            self._refused[key] = time.monotonic() + REFUSED_CACHE_SECONDS
+        return account
+
+    async def _authenticate(self, key: str) -> Account | None:
         facts = self._key_facts.get(key)
         if facts is None:
             key_id = key_id_of(key)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath
 from litestar.response import Stream
 
 from api.errors import BadRequest, InvalidParameter, NotFound, error_responses
@@ -21,7 +21,8 @@ from api.export import (
     filename,
 )
 from api.metering import charge_rows
-from api.params import day_param, day_range
+from api.params import Text, day_param, day_range
+from api.request_values import RequestValues
 from api.responses import NOT_MODIFIED, etag_for, not_modified
 from api.routes.common import (
     instrument_index,
@@ -31,6 +32,17 @@ from api.routes.common import (
     take_snapshot,
 )
 from api.warehouse import WarehouseSnapshot
+
+FORMAT = Text(
+    "format",
+    "the file format: parquet, arrow (an Arrow IPC stream) or csv (any other value answers 400)",
+    default=DEFAULT_FORMAT,
+    schema_extra={"enum": list(FORMATS)},
+)
+DAY = {"format": "date"}
+FIRST_DAY = Text("from", "the first day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY)  # fmt: skip
+LAST_DAY = Text("to", "the last day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY)  # fmt: skip
+SYMBOLS = Text("symbols", "comma-separated symbols (omitted: every symbol of the market)")
 
 
 def dataset_of(name: str) -> Dataset:
@@ -78,24 +90,22 @@ class BulkController(Controller):
 
     @get(
         "/{dataset:str}",
-        opt={"operation": "bulk-export"},
+        opt={"operation": "bulk-export", "query": (FORMAT, FIRST_DAY, LAST_DAY, SYMBOLS)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def bulk_export(
         self,
         request: Request[Any, Any, Any],
         dataset: FromPath[str],
-        fmt: Annotated[str, QueryParameter(name="format")] = DEFAULT_FORMAT,
-        start: Annotated[str | None, QueryParameter(name="from")] = None,
-        end: Annotated[str | None, QueryParameter(name="to")] = None,
-        symbols: Annotated[str | None, QueryParameter(name="symbols")] = None,
     ) -> Response[Any]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        found, chosen = dataset_of(dataset), format_of(fmt)
-        first, last = day_param("from", start), day_param("to", end)
+        values = RequestValues.of(request.scope)
+        found, chosen = dataset_of(dataset), format_of(values.text(FORMAT) or "")
+        first, last = day_param("from", values.text(FIRST_DAY)), day_param("to", values.text(LAST_DAY))  # fmt: skip
         day_range(first, last)
-        selection = Selection(market, first, last, await symbols_of(snapshot, market, symbols))
+        named = values.text(SYMBOLS)
+        selection = Selection(market, first, last, await symbols_of(snapshot, market, named))
         require_tables(snapshot, found.table.name)
         etag = etag_for(snapshot.version, ("bulk-export", found.name, chosen.name, selection))
         headers = {"ETag": etag, "Cache-Control": "no-cache"}

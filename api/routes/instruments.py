@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
 from api.params import CRYPTO_ONLY, SKIP, SYMBOLS_LIMIT
+from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     instrument,
@@ -51,18 +52,14 @@ class InstrumentsController(Controller):
 
     @get(
         "/list-symbols",
-        opt={"operation": "list-symbols"},
+        opt={"operation": "list-symbols", "query": (SYMBOLS_LIMIT, SKIP)},
         responses=error_responses(400, 404, 422, 503),
     )
-    async def list_symbols(
-        self,
-        request: Request[Any, Any, Any],
-        limit: Annotated[int, SYMBOLS_LIMIT.parameter()] = SYMBOLS_LIMIT.default,
-        skip: Annotated[int, SKIP.parameter()] = SKIP.default,
-    ) -> Response[SymbolList]:
+    async def list_symbols(self, request: Request[Any, Any, Any]) -> Response[SymbolList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit, skip = SYMBOLS_LIMIT.served(limit), SKIP.served(skip)
+        values = RequestValues.of(request.scope)
+        limit, skip = values.integer(SYMBOLS_LIMIT), values.integer(SKIP)
         index = await instrument_index(snapshot)
 
         async def build() -> SymbolList:

@@ -8,7 +8,8 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from api.errors import error_responses
-from api.params import LEGACY_SENTIMENT_DAYS, int_segment
+from api.params import LEGACY_SENTIMENT_DAYS
+from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     instrument_served,
@@ -87,7 +88,7 @@ class LegacyController(Controller):
     ) -> Response[LegacySentimentSuccess]:
         snapshot = request_snapshot(request)
         market = serving_of(request).market("crypto")
-        count = LEGACY_SENTIMENT_DAYS.served(int_segment("days", days))
+        count = RequestValues.of(request.scope).integer(LEGACY_SENTIMENT_DAYS)
         found = await instrument_served(snapshot, market, coin, "sentiment_topics")
 
         async def build() -> LegacySentimentSuccess:

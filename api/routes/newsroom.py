@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
-from api.params import BRIEFS_LIMIT, CRYPTO_ONLY, SEARCH_LIMIT
+from api.params import BRIEFS_LIMIT, CRYPTO_ONLY, KEYWORDS, SEARCH_LIMIT, keyword_list
+from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     Row,
@@ -34,10 +35,9 @@ def brief(row: Row) -> Brief:
     return to_wire(Brief, {**row, "date": iso_date(row["date"])})
 
 
-def keyword_filter(keywords: str | None) -> tuple[str, list[str]]:
-    """SQL and parameters: every whitespace-separated keyword occurs in the title (any case)."""
-    words = (keywords or "").lower().split()
-    return "".join(" AND contains(lower(title), ?)" for _ in words), words
+def keyword_filter(words: list[str]) -> str:
+    """SQL over `words` (`keyword_list`): every keyword occurs in the title (any case)."""
+    return "".join(" AND contains(lower(title), ?)" for _ in words)
 
 
 def latest(snapshot: WarehouseSnapshot, table: str, where: str, params: list[object]) -> Any:
@@ -86,18 +86,17 @@ class NewsroomController(Controller):
 
     @get(
         "/get-recent-briefs/{symbol:str}",
-        opt={"operation": "get-recent-briefs"},
+        opt={"operation": "get-recent-briefs", "query": (BRIEFS_LIMIT,)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_recent_briefs(
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: Annotated[int, BRIEFS_LIMIT.parameter()] = BRIEFS_LIMIT.default,
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = BRIEFS_LIMIT.served(limit)
+        limit = RequestValues.of(request.scope).integer(BRIEFS_LIMIT)
         found = await instrument_served(snapshot, market, symbol, "briefs")
 
         async def build() -> BriefList:
@@ -113,22 +112,21 @@ class NewsroomController(Controller):
 
     @get(
         "/search-briefs/{symbol:str}",
-        opt={"operation": "search-briefs"},
+        opt={"operation": "search-briefs", "query": (KEYWORDS, SEARCH_LIMIT)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def search_briefs(
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        keywords: FromQuery[str | None] = None,
-        limit: Annotated[int, SEARCH_LIMIT.parameter()] = SEARCH_LIMIT.default,
     ) -> Response[BriefList]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = SEARCH_LIMIT.served(limit)
+        values = RequestValues.of(request.scope)
+        limit, words = values.integer(SEARCH_LIMIT), keyword_list(values.text(KEYWORDS))
         found = await instrument_served(snapshot, market, symbol, "briefs")
         now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
-        title_sql, words = keyword_filter(keywords)
+        title_sql = keyword_filter(words)
 
         async def build() -> BriefList:
             sql = (

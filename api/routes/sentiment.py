@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from api.errors import error_responses
 from api.params import SENTIMENT_LIMIT
+from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     instrument_served,
@@ -31,18 +32,17 @@ class SentimentController(Controller):
 
     @get(
         "/get-sentiment-history/{symbol:str}",
-        opt={"operation": "get-sentiment-history"},
+        opt={"operation": "get-sentiment-history", "query": (SENTIMENT_LIMIT,)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_sentiment_history(
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: Annotated[int, SENTIMENT_LIMIT.parameter()] = SENTIMENT_LIMIT.default,
     ) -> Response[SentimentHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        limit = SENTIMENT_LIMIT.served(limit)
+        limit = RequestValues.of(request.scope).integer(SENTIMENT_LIMIT)
         found = await instrument_served(snapshot, market, symbol, "sentiment_daily")
 
         async def build() -> SentimentHistory:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from litestar import Controller, get
+from typing import Any
+
+from litestar import Controller, Request, get
 from litestar.di import NamedDependency
 
 from api.health import Health
+from api.request_values import RequestValues
 from api.schemas import Ping, SystemStatus
 
 PONG = Ping(text="pong")
@@ -18,7 +21,9 @@ class SystemController(Controller):
     tags = ["system"]  # noqa: RUF012 (Litestar reads this class attribute)
 
     @get("/ping", summary="Liveness check", opt={"operation": "ping", "key": "optional"})
-    async def ping(self) -> Ping:
+    async def ping(self, request: Request[Any, Any, Any]) -> Ping:
+        if request.scope["query_string"]:  # ping takes no parameter: one sent is a 422
+            RequestValues.of(request.scope).check()
         return PONG
 
     @get(

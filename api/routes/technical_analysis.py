@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath
 
 from api.errors import InvalidParameter, NotFound, error_responses
-from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, int_segment
+from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, PRICES_FROM, PRICES_TO
+from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     Row,
@@ -32,8 +33,6 @@ from api.schemas import (
 )
 
 FIB_BOUNDS = ("fib_high", "fib_low")
-INT64 = {"type": "integer", "format": "int64"}
-"""`from`/`to` are parsed by `int_segment` so a 422 names them (Litestar would name `start`)."""
 
 
 def price_sql(start: int | None, end: int | None, limit: int | None) -> str:
@@ -103,22 +102,22 @@ class TechnicalAnalysisController(Controller):
 
     @get(
         "/get-price-history/{symbol:str}",
-        opt={"operation": "get-price-history"},
+        opt={
+            "operation": "get-price-history",
+            "query": (PRICE_POINTS_LIMIT, PRICES_FROM, PRICES_TO),
+        },
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_price_history(
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: Annotated[int | None, PRICE_POINTS_LIMIT.parameter()] = None,
-        start: Annotated[str | None, QueryParameter(name="from", schema_extra=INT64)] = None,
-        end: Annotated[str | None, QueryParameter(name="to", schema_extra=INT64)] = None,
     ) -> Response[PriceHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        start_ms = None if start is None else int_segment("from", start)
-        end_ms = None if end is None else int_segment("to", end)
-        limit = None if limit is None else PRICE_POINTS_LIMIT.served(limit)
+        values = RequestValues.of(request.scope)
+        limit = values.integer(PRICE_POINTS_LIMIT)
+        start_ms, end_ms = values.integer(PRICES_FROM), values.integer(PRICES_TO)
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise InvalidParameter("from", "must not be later than 'to'")
         found = await instrument_served(snapshot, market, symbol, "daily_prices")
@@ -132,18 +131,17 @@ class TechnicalAnalysisController(Controller):
 
     @get(
         "/get-indicators/{symbol:str}",
-        opt={"operation": "get-indicators"},
+        opt={"operation": "get-indicators", "query": (INDICATOR_PERIOD,)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_indicators(
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        period: Annotated[int, INDICATOR_PERIOD.parameter()] = INDICATOR_PERIOD.default,
     ) -> Response[Indicators]:
         snapshot = request_snapshot(request)
         market = market_of(request)
-        period = INDICATOR_PERIOD.served(period)
+        period = RequestValues.of(request.scope).integer(INDICATOR_PERIOD)
         found = await instrument_served(snapshot, market, symbol, "indicator_snapshots")
 
         async def build() -> Indicators:

@@ -5,22 +5,25 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
 from api.params import (
     BACKTEST_TRADES_LIMIT,
     BACKTEST_YEARS,
     CRYPTO_ONLY,
+    MIN_SCORE,
     NON_CRYPTO,
     RECENT_TRADES_LIMIT,
     RECOMMENDATIONS_LIMIT,
     SKIP,
+    STRATEGY_CHOICE,
+    STRATEGY_FILTER,
     TREND_HISTORY_LIMIT,
     TREND_SEGMENTS_LIMIT,
-    int_segment,
     strategy_param,
 )
+from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     Row,
@@ -84,6 +87,9 @@ def trend_entry(row: Row) -> TrendEntry:
     return to_wire(TrendEntry, fields)
 
 
+RECENT_TRADES_QUERY = (RECENT_TRADES_LIMIT, SKIP, STRATEGY_FILTER)
+
+
 def strategies(value: str | None) -> tuple[str, ...]:
     """The `strategy` query of recent buys/sells: omitted means both."""
     return STRATEGIES if value is None else (strategy_param(value),)
@@ -98,7 +104,10 @@ class CryptoTradesController(Controller):
 
     @get(
         "/get-backtest-history/{symbol:str}/{strategy:str}",
-        opt={"operation": "get-backtest-history"},
+        opt={
+            "operation": "get-backtest-history",
+            "query": (BACKTEST_YEARS, BACKTEST_TRADES_LIMIT),
+        },
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_backtest_history(
@@ -106,13 +115,12 @@ class CryptoTradesController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         strategy: FromPath[str],
-        years: Annotated[int, BACKTEST_YEARS.parameter()] = BACKTEST_YEARS.default,
-        limit: Annotated[int, BACKTEST_TRADES_LIMIT.parameter()] = BACKTEST_TRADES_LIMIT.default,
     ) -> Response[TradeList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen = strategy_param(strategy)
-        years, limit = BACKTEST_YEARS.served(years), BACKTEST_TRADES_LIMIT.served(limit)
+        values = RequestValues.of(request.scope)
+        years, limit = values.integer(BACKTEST_YEARS), values.integer(BACKTEST_TRADES_LIMIT)
         found = await instrument_served(snapshot, market, symbol, "backtest_trades")
 
         async def build() -> TradeList:
@@ -126,7 +134,7 @@ class CryptoTradesController(Controller):
 
     @get(
         "/get-backtest-summary/{symbol:str}/{strategy:str}",
-        opt={"operation": "get-backtest-summary"},
+        opt={"operation": "get-backtest-summary", "query": (BACKTEST_YEARS,)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_backtest_summary(
@@ -134,11 +142,11 @@ class CryptoTradesController(Controller):
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
         strategy: FromPath[str],
-        years: Annotated[int, BACKTEST_YEARS.parameter()] = BACKTEST_YEARS.default,
     ) -> Response[BacktestSummary]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, years = strategy_param(strategy), BACKTEST_YEARS.served(years)
+        chosen = strategy_param(strategy)
+        years = RequestValues.of(request.scope).integer(BACKTEST_YEARS)
         found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
 
         async def build() -> BacktestSummary:
@@ -182,18 +190,12 @@ class CryptoTradesController(Controller):
 
         return await serve(request, snapshot, ("get-current-action", found.symbol, chosen), build)
 
-    async def _recent(
-        self,
-        request: Request[Any, Any, Any],
-        side: str,
-        strategy: str | None,
-        limit: int,
-        skip: int,
-    ) -> Response[TradeList]:
+    async def _recent(self, request: Request[Any, Any, Any], side: str) -> Response[TradeList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen = strategies(strategy)
-        limit, skip = RECENT_TRADES_LIMIT.served(limit), SKIP.served(skip)
+        values = RequestValues.of(request.scope)
+        chosen = strategies(values.text(STRATEGY_FILTER))
+        limit, skip = values.integer(RECENT_TRADES_LIMIT), values.integer(SKIP)
         require_tables(snapshot, "backtest_trades")
         day = "start_date" if side == "buys" else "sell_date"
 
@@ -209,47 +211,36 @@ class CryptoTradesController(Controller):
 
     @get(
         "/get-recent-buys",
-        opt={"operation": "get-recent-buys"},
+        opt={"operation": "get-recent-buys", "query": RECENT_TRADES_QUERY},
         responses=error_responses(400, 404, 422, 503),
     )
-    async def get_recent_buys(
-        self,
-        request: Request[Any, Any, Any],
-        limit: Annotated[int, RECENT_TRADES_LIMIT.parameter()] = RECENT_TRADES_LIMIT.default,
-        skip: Annotated[int, SKIP.parameter()] = SKIP.default,
-        strategy: FromQuery[str | None] = None,
-    ) -> Response[TradeList]:
-        return await self._recent(request, "buys", strategy, limit, skip)
+    async def get_recent_buys(self, request: Request[Any, Any, Any]) -> Response[TradeList]:
+        return await self._recent(request, "buys")
 
     @get(
         "/get-recent-sells",
-        opt={"operation": "get-recent-sells"},
+        opt={"operation": "get-recent-sells", "query": RECENT_TRADES_QUERY},
         responses=error_responses(400, 404, 422, 503),
     )
-    async def get_recent_sells(
-        self,
-        request: Request[Any, Any, Any],
-        limit: Annotated[int, RECENT_TRADES_LIMIT.parameter()] = RECENT_TRADES_LIMIT.default,
-        skip: Annotated[int, SKIP.parameter()] = SKIP.default,
-        strategy: FromQuery[str | None] = None,
-    ) -> Response[TradeList]:
-        return await self._recent(request, "sells", strategy, limit, skip)
+    async def get_recent_sells(self, request: Request[Any, Any, Any]) -> Response[TradeList]:
+        return await self._recent(request, "sells")
 
     @get(
         "/get-recommendations",
-        opt={"operation": "get-recommendations"},
+        opt={
+            "operation": "get-recommendations",
+            "query": (STRATEGY_CHOICE, RECOMMENDATIONS_LIMIT, MIN_SCORE),
+        },
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_recommendations(
-        self,
-        request: Request[Any, Any, Any],
-        strategy: FromQuery[str] = "aggressive",
-        limit: Annotated[int, RECOMMENDATIONS_LIMIT.parameter()] = RECOMMENDATIONS_LIMIT.default,
-        min_score: FromQuery[float] = 3.5,
+        self, request: Request[Any, Any, Any]
     ) -> Response[RecommendationList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        chosen, limit = strategy_param(strategy), RECOMMENDATIONS_LIMIT.served(limit)
+        values = RequestValues.of(request.scope)
+        chosen = strategy_param(values.text(STRATEGY_CHOICE) or "")
+        limit, min_score = values.integer(RECOMMENDATIONS_LIMIT), values.number(MIN_SCORE)
         require_tables(snapshot, "recommendations")
 
         async def build() -> RecommendationList:
@@ -277,7 +268,7 @@ class CryptoTradesController(Controller):
     ) -> Response[TrendHistory]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        count = TREND_HISTORY_LIMIT.served(int_segment("limit", limit))
+        count = RequestValues.of(request.scope).integer(TREND_HISTORY_LIMIT)
         found = await instrument_served(snapshot, market, symbol, "trend_history")
 
         async def build() -> TrendHistory:
@@ -327,18 +318,17 @@ class MarketTradesController(Controller):
 
     @get(
         "/get-trend-segments/{symbol:str}",
-        opt={"operation": "get-trend-segments"},
+        opt={"operation": "get-trend-segments", "query": (TREND_SEGMENTS_LIMIT,)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_trend_segments(
         self,
         request: Request[Any, Any, Any],
         symbol: FromPath[str],
-        limit: Annotated[int, TREND_SEGMENTS_LIMIT.parameter()] = TREND_SEGMENTS_LIMIT.default,
     ) -> Response[TrendSegmentsBody]:
         snapshot = request_snapshot(request)
         market = market_of(request, NON_CRYPTO)
-        limit = TREND_SEGMENTS_LIMIT.served(limit)
+        limit = RequestValues.of(request.scope).integer(TREND_SEGMENTS_LIMIT)
         found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> TrendSegmentsBody:

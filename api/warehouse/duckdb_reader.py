@@ -114,6 +114,11 @@ class _FileSet:
     users: set[str] = field(default_factory=set)
 
 
+STREAM_BUFFER_BYTES = 1 << 20
+"""What DuckDB queues ahead of a paused stream (a bulk export whose client reads slowly): its
+default, 10 MiB a stream, was most of what a stalled export held in the worker."""
+
+
 class DuckDBSnapshot:
     """One manifest version: a schema of the reader's database, one view per table, a cursor per
     thread.
@@ -172,11 +177,17 @@ class DuckDBSnapshot:
         return await anyio.to_thread.run_sync(partial(self.query, sql, params))
 
     def record_batches(
-        self, sql: str, params: QueryParams = None, *, batch_rows: int = 100_000
+        self,
+        sql: str,
+        params: QueryParams = None,
+        *,
+        batch_rows: int = 100_000,
+        buffer_bytes: int = STREAM_BUFFER_BYTES,
     ) -> pa.RecordBatchReader:
         # A cursor of its own, not the thread's: a paused stream must survive other queries. The
         # caller holds the snapshot while it reads, so its schema is not dropped under the stream.
         cursor = self._database.cursor(self._schema)
+        cursor.execute(f"SET streaming_buffer_size = '{int(buffer_bytes) >> 10}KiB'")  # this cursor
         return cursor.sql(sql, params=params).to_arrow_reader(batch_rows)
 
     def verify(self) -> None:
@@ -277,6 +288,8 @@ class DuckDBWarehouseReader:
         self._live: weakref.WeakSet[DuckDBSnapshot] = weakref.WeakSet()
         """Every snapshot a request may still hold: their files must stay readable."""
         self._failure: str | None = None
+        self._verified: tuple[int, str | None] | None = None
+        """(version, why its files cannot be read or None): checked once, when it loads."""
         self._failed_at = 0.0
         self._seen: str | None = ""
         self._refresh_lock = threading.Lock()
@@ -310,12 +323,29 @@ class DuckDBWarehouseReader:
                 return False
 
     def probe(self) -> None:
+        """The current version's check, made once when it loaded (no I/O here: `/api/v1/status`
+        is public, so its cost must not grow with calls)."""
         if self._failure is not None:
             raise WarehouseUnavailable(self._failure)
         snapshot = self._snapshot
         if snapshot is None:
             raise WarehouseUnavailable("the warehouse has not been materialized yet")
-        snapshot.verify()
+        verified = self._verified
+        if verified is None or verified[0] != snapshot.version:
+            self._verify(snapshot)  # swapped in by another path than `_load` (tests)
+            verified = self._verified
+        assert verified is not None
+        if verified[1] is not None:
+            raise WarehouseUnavailable(verified[1])
+
+    def _verify(self, snapshot: DuckDBSnapshot) -> None:
+        try:
+            snapshot.verify()
+        except WarehouseUnavailable as exc:
+            logger.warning("warehouse data version %s cannot be read: %s", snapshot.version, exc)
+            self._verified = (snapshot.version, str(exc))
+            return
+        self._verified = (snapshot.version, None)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -362,6 +392,7 @@ class DuckDBWarehouseReader:
         seconds = time.perf_counter() - started  # the switch; what follows is housekeeping
         del current  # from here only requests still in flight keep the old snapshot alive
         self.files.release({path for live in list(self._live) for path in served_files(live.manifest)})  # fmt: skip
+        self._verify(snapshot)
         self.last_load = VersionLoad(
             manifest.version, seconds, localized.fetched_files, localized.fetched_bytes
         )

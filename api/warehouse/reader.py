@@ -41,11 +41,17 @@ class WarehouseSnapshot(Protocol):
         ...
 
     def record_batches(
-        self, sql: str, params: QueryParams = None, *, batch_rows: int = 100_000
+        self,
+        sql: str,
+        params: QueryParams = None,
+        *,
+        batch_rows: int = 100_000,
+        buffer_bytes: int = 1 << 20,
     ) -> pa.RecordBatchReader:
         """Run SQL on a cursor of its own and read the result batch by batch, never whole (a bulk
-        export). Blocking: open it and read each batch off the event loop; the reader stays valid
-        whatever else the thread queries meanwhile."""
+        export), the engine queuing at most about `buffer_bytes` ahead of the reader. Blocking:
+        open it and read each batch off the event loop; the reader stays valid whatever else the
+        thread queries meanwhile."""
         ...
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Awaitable
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from datetime import date
 from typing import Annotated, Any
 
 import click
+import httpx
 import msgspec
 from market_intelligence import (
     ApiError,
@@ -17,13 +21,22 @@ from market_intelligence import (
     Resource,
     Strategy,
     TokenLimit,
+    Unauthorized,
 )
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl, Field
 
 from api.metering.config import MeteringConfig, cost_text
+from api.metering.model import key_id_of
 from mi.commands.keys import metering_config
+from pipelines.outbound import is_loopback
+
+logger = logging.getLogger(__name__)
 
 API_KEY_ENV = "MI_API_KEY"
 API_URL_ENV = "MI_API_URL"
@@ -49,10 +62,15 @@ def _describe(summary: str, config: MeteringConfig, *operations: str) -> str:
 
 
 class MarketTools:
-    """The tools, bound to one API client (the user's key and the API's address)."""
+    """The tools, each call made by the API client of the caller (`clients`: on stdio the one
+    client of MI_API_KEY; over HTTP the client of the key the request authenticated with)."""
 
-    def __init__(self, client: AsyncClient) -> None:
-        self.client = client
+    def __init__(self, clients: Callable[[], AsyncClient]) -> None:
+        self.clients = clients
+
+    @property
+    def client(self) -> AsyncClient:
+        return self.clients()
 
     async def _answer(self, pending: Awaitable[Resource]) -> dict[str, Any]:
         """The resource as JSON and the key's balance after the call; API errors as tool errors
@@ -191,13 +209,89 @@ TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
 """Tool name (a method of MarketTools) -> what it gives, the API operations it may call."""
 
 
-def build_server(client: AsyncClient, config: MeteringConfig) -> MCPServer:
-    """The MCP server: one tool per entry of TOOLS, its cost read from `config`."""
+VERIFIED_SECONDS = 300.0
+"""How long a key an HTTP client authenticated with is trusted before the API is asked again."""
+CLIENTS_KEPT = 256
+"""API clients kept for the keys of HTTP callers (least recently used closed first)."""
+
+
+class ApiKeyVerifier:
+    """MCP over HTTP: a caller's bearer token is its own Market Intelligence API key, and its
+    tool calls are metered on that key (the server holds none of its own: nobody spends the
+    operator's key). A key is verified by the API itself, with a ping (1 token) at most once per
+    `VERIFIED_SECONDS`; a key the API refuses, or one that is not even well formed, is a 401 from
+    the mcp SDK's bearer middleware before any tool runs."""
+
+    def __init__(self, api_url: str, recheck_seconds: float = VERIFIED_SECONDS) -> None:
+        self.api_url = api_url
+        self.recheck_seconds = recheck_seconds
+        self._clients: OrderedDict[str, AsyncClient] = OrderedDict()
+        self._verified: dict[str, float] = {}
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        key_id = key_id_of(token)
+        if key_id is None:
+            return None
+        if self._verified.get(token, 0.0) <= time.monotonic():
+            try:
+                await self.client_of(token).ping()
+            except Unauthorized:
+                self._forget(token)
+                return None
+            except (ApiError, httpx.HTTPError) as failure:  # the API down: nothing can be served
+                logger.warning("cannot verify an MCP caller's key with the API: %s", failure)
+                return None
+            self._verified[token] = time.monotonic() + self.recheck_seconds
+        return AccessToken(token=token, client_id=key_id, scopes=[])
+
+    def client_of(self, token: str) -> AsyncClient:
+        client = self._clients.get(token)
+        if client is None:
+            client = self._clients[token] = AsyncClient(token, base_url=self.api_url)
+            while len(self._clients) > CLIENTS_KEPT:
+                evicted, _ = self._clients.popitem(last=False)
+                self._verified.pop(evicted, None)
+        self._clients.move_to_end(token)
+        return client
+
+    def caller(self) -> AsyncClient:
+        """The client of the key the current HTTP request authenticated with."""
+        access = get_access_token()
+        if access is None:  # the bearer middleware lets no request through without one
+            raise ToolError("Unauthorized: send your API key as 'Authorization: Bearer <key>'")
+        return self.client_of(access.token)
+
+    def _forget(self, token: str) -> None:
+        self._verified.pop(token, None)
+        self._clients.pop(token, None)
+
+
+def build_server(
+    clients: Callable[[], AsyncClient],
+    config: MeteringConfig,
+    *,
+    verifier: ApiKeyVerifier | None = None,
+    url: str | None = None,
+) -> MCPServer:
+    """The MCP server: one tool per entry of TOOLS, its cost read from `config`. With `verifier`
+    (streamable HTTP at `url`) every request needs a bearer API key (the mcp SDK's auth)."""
+    auth = None
+    if verifier is not None:
+        assert url is not None
+        auth = AuthSettings(
+            issuer_url=AnyHttpUrl(verifier.api_url),  # keys are the API's (`mi keys create`)
+            resource_server_url=AnyHttpUrl(url),
+            validate_token_resource=False,  # an API key names no resource; the API checks it
+        )
     # Warnings only: at INFO the SDK would log every tool call and HTTP request to stderr.
     server: MCPServer = MCPServer(
-        "market-intelligence", instructions=INSTRUCTIONS, log_level="WARNING"
+        "market-intelligence",
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        token_verifier=verifier,
+        auth=auth,
     )
-    tools = MarketTools(client)
+    tools = MarketTools(clients)
     for name, (summary, operations) in TOOLS.items():
         server.add_tool(
             getattr(tools, name), name=name, description=_describe(summary, config, *operations)
@@ -224,20 +318,35 @@ def _advice(failure: ApiError) -> str:
     help="Serve streamable HTTP on this port (path /mcp) instead of stdio.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address for --port.")
-def mcp(port: int | None, host: str) -> None:
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="With a non-loopback --host: a Host header the server answers (name:port; repeatable).",
+)
+def mcp(port: int | None, host: str, allowed_hosts: tuple[str, ...]) -> None:
     """Serve the API as MCP tools for LLM agents (stdio, or streamable HTTP with --port).
 
-    Calls the API at MI_API_URL (default http://127.0.0.1:8000) with the key in MI_API_KEY, so
-    every tool call is metered on that key.
+    Calls the API at MI_API_URL (default http://127.0.0.1:8000). On stdio every tool call is
+    metered on the key in MI_API_KEY. Over HTTP each caller authenticates with its own API key
+    (`Authorization: Bearer <key>`), and its tool calls are metered on that key.
     """
-    key = os.environ.get(API_KEY_ENV)
-    if not key:
-        raise click.ClickException(f"set {API_KEY_ENV} to an API key (mi keys create --plan ...)")
-    # The client lives as long as the process: one event loop serves every session.
-    client = AsyncClient(key, base_url=os.environ.get(API_URL_ENV) or DEFAULT_API_URL)
-    server = build_server(client, metering_config())
+    api_url = os.environ.get(API_URL_ENV) or DEFAULT_API_URL
     if port is None:
-        server.run("stdio")
-    else:
-        click.echo(f"MCP server on http://{host}:{port}/mcp", err=True)
-        server.run("streamable-http", host=host, port=port)
+        key = os.environ.get(API_KEY_ENV)
+        if not key:
+            raise click.ClickException(f"set {API_KEY_ENV} to an API key (mi keys create --plan ...)")  # fmt: skip
+        # The client lives as long as the process: one event loop serves every session.
+        client = AsyncClient(key, base_url=api_url)
+        build_server(lambda: client, metering_config()).run("stdio")
+        return
+    url = f"http://{host}:{port}/mcp"
+    verifier = ApiKeyVerifier(api_url)
+    server = build_server(verifier.caller, metering_config(), verifier=verifier, url=url)
+    security = None  # loopback: the SDK checks Host and Origin itself
+    if not is_loopback(host) and allowed_hosts:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=list(allowed_hosts)
+        )
+    click.echo(f"MCP server on {url} (callers authenticate with their API key)", err=True)
+    server.run("streamable-http", host=host, port=port, transport_security=security)

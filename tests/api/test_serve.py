@@ -132,3 +132,63 @@ def test_mi_serve_refuses_a_bad_metering_config_once_before_starting(
     assert "Error: metering configuration:" in done.stderr
     assert "Traceback" not in done.stderr
     assert "Serving the Market Intelligence API" not in done.stdout
+
+
+def test_mi_serve_without_metering_refuses_an_address_beyond_loopback(tmp_path: Path) -> None:
+    """decisions.md, Operations: MI_METERING_URL=off (benchmarks only) serves only on loopback."""
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path), "MI_METERING_URL": "off"}
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "mi"),
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "MI_METERING_URL=off serves without authentication" in done.stderr
+    assert "Serving the Market Intelligence API" not in done.stdout
+
+
+@pytest.mark.slow
+def test_mi_serve_without_metering_warns_that_every_route_is_free(
+    publish: Publish, settings: ApiSettings, tmp_path: Path
+) -> None:
+    publish(1, [1.0, 2.0])
+    env = {**os.environ, "MI_DATA_DIR": str(settings.data_dir), "MI_METERING_URL": "off"}
+    port = free_port()
+    with (tmp_path / "serve.log").open("wb") as log:
+        server = subprocess.Popen(
+            [str(Path(sys.executable).with_name("mi")), "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until_ready(f"http://127.0.0.1:{port}", server)
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+    said = (tmp_path / "serve.log").read_text()
+    assert "WARNING: MI_METERING_URL=off: no authentication and no metering" in said
+
+
+def test_the_metering_ledger_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """docs/deployment.md: the SQLite ledger holds every key's hash and spending; `mi keys
+    create` makes it 0600, and a file an older release made 0644 is tightened on open."""
+    env = {**os.environ, "MI_DATA_DIR": str(tmp_path)}
+    env.pop("MI_METERING_URL", None)
+    mi = str(Path(sys.executable).with_name("mi"))
+    subprocess.run([mi, "keys", "create", "--plan", "sandbox"], env=env, check=True, capture_output=True, timeout=60)  # fmt: skip
+    ledger = tmp_path / "metering.sqlite3"
+    assert ledger.stat().st_mode & 0o777 == 0o600
+    ledger.chmod(0o644)
+    subprocess.run([mi, "keys", "list"], env=env, check=True, capture_output=True, timeout=60)
+    assert ledger.stat().st_mode & 0o777 == 0o600

@@ -9,11 +9,13 @@ from datetime import date
 from typing import Any
 
 import httpx
+import httpx2
 import msgspec
 import pytest
 from market_intelligence import Client as ApiClient
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from api.metering.config import load_config
 from tests.api.metering.conftest import MI, free_port, stop_group
@@ -145,36 +147,83 @@ def test_mi_mcp_without_a_key_exits_1_naming_the_variable(served_api: ServedApi)
     assert "MI_API_KEY" in done.stderr
 
 
-def test_mi_mcp_with_port_serves_the_same_tools_over_streamable_http(
-    served_api: ServedApi,
-) -> None:
+def mcp_over_http(served_api: ServedApi, host: str = "127.0.0.1") -> tuple[subprocess.Popen[bytes], int]:  # fmt: skip
+    """`mi mcp --port` calling the served API, with no key of its own (MI_API_KEY unset)."""
     port = free_port()
-    env = {
-        **served_api.env,
-        "MI_API_KEY": served_api.new_key("sandbox"),
-        "MI_API_URL": served_api.base,
-    }
+    env = {k: v for k, v in served_api.env.items() if k != "MI_API_KEY"}
     server = subprocess.Popen(
-        [MI, "mcp", "--port", str(port)],
-        env=env,
+        [MI, "mcp", "--port", str(port), "--host", host],
+        env={**env, "MI_API_URL": served_api.base},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    try:
-        wait_for_port(port, server)
+    wait_for_port(port, server)
+    return server, port
 
-        async def over_http() -> tuple[set[str], Any]:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as agent:
-                names = {tool.name for tool in (await agent.list_tools()).tools}
-                result = await agent.call_tool("list_instruments", {"market": "crypto"})
+
+def call_tool_over_http(port: int, key: str, tool: str, arguments: dict[str, Any]) -> tuple[set[str], Any]:  # fmt: skip
+    async def over_http() -> tuple[set[str], Any]:
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+            async with Client(transport) as agent:
+                names = {t.name for t in (await agent.list_tools()).tools}
+                result = await agent.call_tool(tool, arguments)
                 return names, result.structured_content
 
-        names, result = asyncio.run(over_http())
+    return asyncio.run(over_http())
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def test_mi_mcp_over_http_serves_each_caller_on_its_own_key(served_api: ServedApi) -> None:
+    """decisions.md, Operations: the MCP server over HTTP requires credentials. A caller's bearer
+    token is its own API key, and its tool calls are metered on it (today an uncredentialed
+    tools/call spent the operator's key)."""
+    server, port = mcp_over_http(served_api)
+    try:
+        key = served_api.new_key("sandbox")
+        names, result = call_tool_over_http(port, key, "list_instruments", {"market": "crypto"})
+        with ApiClient(key, base_url=served_api.base) as api:
+            api.ping()
+            remaining = api.balance.remaining if api.balance else None
     finally:
         stop_group(server)
     assert names == set(TOOL_OPERATIONS)
     assert result["data"] == {"symbols": ["BNB", "BTC", "ETH"]}
+    # The verification ping (1), list-symbols (1) and this test's ping (1), all on the caller's key.
+    assert remaining == 3000 - 3
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+@pytest.mark.parametrize("authorization", [None, "Bearer nope", "Bearer mi_live_0123456789_unknownkeyunknownkey"])  # fmt: skip
+def test_mi_mcp_over_http_refuses_a_request_without_a_valid_key(
+    served_api: ServedApi, host: str, authorization: str | None
+) -> None:
+    """No key, a malformed one or one the API does not know: 401 before any tool runs, on loopback
+    and on every address alike."""
+    server, port = mcp_over_http(served_api, host)
+    try:
+        headers = dict(MCP_HEADERS, **({"Authorization": authorization} if authorization else {}))
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/mcp", json=INITIALIZE, headers=headers, timeout=30
+        )
+    finally:
+        stop_group(server)
+    assert answer.status_code == 401
+    assert "www-authenticate" in answer.headers
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:

@@ -29,7 +29,7 @@ from api.metering.model import (
 )
 from api.metering.redis_store import RedisMeteringStore
 from api.metering.sqlite_store import SqliteMeteringStore
-from api.metering.store import AUTH_CACHE_SECONDS, MeteringStore, open_store
+from api.metering.store import AUTH_CACHE_SECONDS, REFUSED_CACHE_SECONDS, MeteringStore, open_store
 
 from .conftest import REDIS_URL, FakeClock, StoreFactory, new_account
 
@@ -91,6 +91,31 @@ async def test_authenticate_accepts_the_key_and_refuses_a_tampered_or_unknown_on
     assert await store.authenticate(tampered) is None
     assert await store.authenticate("mi_live_" + "x" * 10 + "_" + "y" * 32) is None
     assert await store.authenticate("not-a-key") is None
+
+
+async def test_a_refused_key_is_refused_again_without_asking_the_store_for_a_while(
+    store: MeteringStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A well-formed unknown key (a client's typo, an attacker's guess) costs one store lookup per
+    `REFUSED_CACHE_SECONDS`, not one per request; a known key is looked up as before."""
+    lookups: list[str] = []
+    real = store._lookup
+
+    async def counted(key_id: str) -> tuple[str, str, bool] | None:
+        lookups.append(key_id)
+        return await real(key_id)
+
+    monkeypatch.setattr(store, "_lookup", counted)
+    unknown = "mi_live_" + "x" * 10 + "_" + "y" * 32
+    for _ in range(50):
+        assert await store.authenticate(unknown) is None
+    assert lookups == ["x" * 10]
+    now = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: now + REFUSED_CACHE_SECONDS + 1)
+    assert await store.authenticate(unknown) is None
+    assert lookups == ["x" * 10] * 2
+    key = await store.create_key("pro")
+    assert await store.authenticate(key) is not None
 
 
 async def test_revoked_key_is_refused_from_the_next_request_on(make_store: StoreFactory) -> None:
@@ -312,8 +337,11 @@ async def test_extend_takes_no_rate_or_in_flight_slot(
 ) -> None:
     """The request already holds its slots: extending it is never a 429."""
     account = await new_account(store, "quant")
-    admitted = [await store.admit(account, "bulk-export", 10) for _ in range(config.limits.concurrent)]  # fmt: skip
-    charge = admitted[-1].charge
+    limits = config.limits
+    exports = [await store.admit(account, "bulk-export", 10) for _ in range(limits.concurrent_exports)]  # fmt: skip
+    for _ in range(limits.concurrent - limits.concurrent_exports):
+        assert (await store.admit(account, "ping", 1)).charge is not None
+    charge = exports[-1].charge
     assert charge is not None
     assert (await store.admit(account, "ping", 1)).outcome is Outcome.TOO_MANY_IN_FLIGHT
     extended = await store.extend(account, charge, 5)
