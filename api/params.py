@@ -177,7 +177,7 @@ class Bounds(Generic[Default]):
         elif self.high is None:
             rule = f"values below {self.low} are raised to it"
         else:
-            rule = f"clamped to {self.low}..{self.high} (values outside are served as the nearest bound)"  # fmt: skip
+            rule = f"clamped to {self.low}..{self.high} (values outside are served as the nearest bound)"
         return "; ".join(part for part in (self.meaning, rule, written) if part)
 
 
@@ -215,7 +215,13 @@ QueryParameterDeclaration = Bounds[Any] | Text | Number
 
 
 def _parameter(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}  # fmt: skip
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
 
 
 SKIP = Bounds("skip", default=0, low=0, meaning="how many entries to skip")

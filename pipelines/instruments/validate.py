@@ -9,16 +9,35 @@ from pipelines.prices.sources.base import RawInstruments
 from pipelines.prices.validate import canonical_symbol
 
 SYMBOL_PATTERN = r"^[A-Z0-9]+$"
+MAX_NAME_LENGTH = 200
+LOGO_PATTERN = r"^https?://[^\s/?#@]+(/[^\s]*)?$"
+"""decisions.md, Inputs from sources: an absolute http or https URL with a host (no spaces, no
+user info); any other scheme (`javascript:`, `data:`) or a relative reference is rejected."""
+SHOWN = 60
+"""Characters of a rejected value quoted in its reason (the whole row stays in `record`)."""
+
+
+def _shown(column: str) -> pl.Expr:
+    value = pl.col(column)
+    return pl.when(value.str.len_chars() > SHOWN).then(value.str.slice(0, SHOWN) + "...").otherwise(value)  # fmt: skip
 
 
 def _reasons() -> list[pl.Expr]:
-    symbol = pl.col("symbol")
+    symbol, name, logo = pl.col("symbol"), pl.col("name"), pl.col("logo")
     return [
         pl.when(symbol.is_null() | (symbol == ""))
         .then(pl.lit("symbol is empty"))
         .when(~symbol.str.contains(SYMBOL_PATTERN))
-        .then(pl.format("symbol {} is not upper-case letters and digits", symbol)),
-        pl.when(pl.col("name").is_null() | (pl.col("name") == "")).then(pl.lit("name is missing")),
+        .then(pl.format("symbol {} is not upper-case letters and digits", _shown("symbol"))),
+        pl.when(name.is_null() | (name == ""))
+        .then(pl.lit("name is missing"))
+        .when(name.str.len_chars() > MAX_NAME_LENGTH)
+        .then(
+            pl.format(f"name has {{}} characters, at most {MAX_NAME_LENGTH}", name.str.len_chars())
+        ),
+        pl.when((logo != "") & ~logo.str.to_lowercase().str.contains(LOGO_PATTERN)).then(
+            pl.format("logo {} is not an absolute http or https URL", _shown("logo"))
+        ),
     ]
 
 
@@ -27,7 +46,9 @@ def validate_instruments(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split raw instruments into clean rows (sorted by symbol) and rejects with reasons.
 
-    A repeated symbol keeps its first valid row and rejects the rest. A missing logo is stored as ''.
+    A repeated symbol keeps its first valid row and rejects the rest. A missing logo is stored as
+    ''; one that is there must be an absolute http(s) URL, and a name at most `MAX_NAME_LENGTH`
+    characters (decisions.md, Inputs from sources).
     """
     rows = raw.rows.with_columns(
         symbol=canonical_symbol(),

@@ -65,6 +65,8 @@ class NewsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     clock_skew_minutes: float = 15.0
     timeout_seconds: float = 10.0
     attempts: int = 3
+    allowed_hosts: tuple[str, ...] = ()
+    """Feed hosts fetched although they resolve inside a network (docs/news-ingestion.md)."""
     crypto: MarketFeeds | None = None
     forex: MarketFeeds | None = None
     commodities: MarketFeeds | None = None
@@ -98,7 +100,11 @@ def parse_news_section(section: object, base: Path, where: str = "[news]") -> Ne
         freshness_hours=news.freshness_hours,
         clock_skew=timedelta(minutes=news.clock_skew_minutes),
     )
-    fetcher = HttpFeedFetcher(timeout_seconds=news.timeout_seconds, attempts=news.attempts)
+    fetcher = HttpFeedFetcher(
+        timeout_seconds=news.timeout_seconds,
+        attempts=news.attempts,
+        allowed_hosts=news.allowed_hosts,
+    )
     feeds = {market: _locations(market, table, base) for market, table in news.markets().items()}
     return NewsConfig(FeedListNewsSource(feeds, fetcher), policy)
 

@@ -28,6 +28,18 @@ RECORD_LIMIT = 8_000
 """Characters of raw text kept in a reject's `record` (a whole item, or the head of a bad document)."""
 
 _RAW_ITEM = re.compile(r"<(item|entry)\b[\s\S]*?(?:</\1\s*>|$)")
+_SURROGATE_REFERENCE = re.compile(
+    rb"&#(?:[xX]0*[dD][89a-fA-F][0-9a-fA-F]{2}|0*(?:5529[6-9]|55[3-9][0-9]{2}|56[0-9]{3}|57[0-2][0-9]{2}|573[0-3][0-9]|5734[0-3]));"
+)
+"""A character reference to a UTF-16 surrogate (U+D800 to U+DFFF, `&#xD800;` or `&#55296;`): no
+character at all, on which feedparser's lenient parser raises for the whole document."""
+NOT_A_CHARACTER = "\ufdd0"
+"""What such a reference is read as instead (a noncharacter, never text): the item holding it is
+rejected alone (decisions.md, Inputs from sources: one bad item never costs the others)."""
+_NOT_A_CHARACTER_REFERENCE = b"&#xFDD0;"
+SURROGATE_REASON = (
+    "a character reference to a lone surrogate (U+D800 to U+DFFF), which is no character"
+)
 _OPAQUE = re.compile(r"<!\[CDATA\[[\s\S]*?(?:\]\]>|$)|<!--[\s\S]*?(?:-->|$)")
 
 
@@ -64,9 +76,10 @@ def parse_document(document: FeedDocument, policy: ParsePolicy) -> ParsedFeed:
     if not document.content.strip():
         reason = f"empty document: {len(document.content)} bytes"
         return ParsedFeed(rejects=[_feed_reject(document, "", reason)])
+    content = _SURROGATE_REFERENCE.sub(_NOT_A_CHARACTER_REFERENCE, document.content)
     try:
         # A stream, never bytes or a string: feedparser would treat those as a path or URL to open.
-        parsed = feedparser.parse(io.BytesIO(document.content), sanitize_html=True)
+        parsed = feedparser.parse(io.BytesIO(content), sanitize_html=True)
     # feedparser's lenient parser raises on some bad markup (a character reference to a lone
     # surrogate raises UnicodeEncodeError); one such document must not stop the market's news.
     except Exception as error:
@@ -95,12 +108,25 @@ def _parse_entry_guarded(
     entry: dict[str, Any], document: FeedDocument, location: str, policy: ParsePolicy
 ) -> NewsItem | list[str]:
     """`parse_entry`, with an unexpected error turned into the item's reject reason."""
+    if _holds(entry, NOT_A_CHARACTER):
+        return [SURROGATE_REASON]
     try:
         return parse_entry(entry, document, location, policy)
     # Normalisation runs library code on untrusted markup: a defect met by one item must cost
     # that item only, not the feed's other items (nor the market's news step).
     except Exception as error:
         return [_parser_failure(error)]
+
+
+def _holds(value: object, text: str) -> bool:
+    """Whether any string in a parsed entry (its fields, nested details, lists) contains `text`."""
+    if isinstance(value, str):
+        return text in value
+    if isinstance(value, dict):
+        return any(_holds(item, text) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds(item, text) for item in value)
+    return False
 
 
 def _parser_failure(error: Exception) -> str:

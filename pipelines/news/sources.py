@@ -11,7 +11,15 @@ from pathlib import Path
 import httpx
 
 from pipelines.news.model import FeedDocument
-from pipelines.prices.sources.listing import SourceFile, stat_files
+from pipelines.outbound import (
+    OutboundPolicy,
+    OutboundRefused,
+    Resolver,
+    TooLarge,
+    UnresolvedHost,
+    fetch_sync,
+)
+from pipelines.prices.sources.listing import FileBounds, SourceFile, stat_files
 from pipelines.retries import (
     RETRYABLE_STATUSES,
     RetryableError,
@@ -31,9 +39,15 @@ class NewsSource(ABC):
         """Every feed of `market`; a feed that cannot be read is a document with an `error`."""
 
 
-def read_file(path: Path, feed: str | None = None) -> FeedDocument:
-    """A local feed file; an unreadable file is a document with the reason, never an exception."""
+def read_file(
+    path: Path, feed: str | None = None, bounds: FileBounds | None = None
+) -> FeedDocument:
+    """A local feed file; an unreadable file (or one larger than `bounds` allow, left unread) is a
+    document with the reason, never an exception."""
     name = feed or path.stem
+    refused = (bounds or FileBounds()).size_refused(path)
+    if refused is not None:
+        return FeedDocument(name, str(path), None, refused)
     try:
         return FeedDocument(name, str(path), path.read_bytes())
     except OSError as error:
@@ -50,6 +64,8 @@ class FileDropNewsSource(NewsSource):
     """
 
     root: Path
+    bounds: FileBounds = field(default_factory=FileBounds)
+    """A document larger than this is a feed reject, unread."""
 
     def documents(self, market: str) -> list[FeedDocument]:
         return self.documents_at(market, [f.path for f in self.listing(market)])
@@ -70,19 +86,25 @@ class FileDropNewsSource(NewsSource):
         for text in sorted(set(paths)):
             path = Path(text)
             feed = path.parent.name if path.parent != folder else path.stem
-            documents.append(read_file(path, feed))
+            documents.append(read_file(path, feed, self.bounds))
         return documents
 
 
 @dataclass(frozen=True)
 class HttpFeedFetcher:
-    """GETs a feed URL with timeouts and a bounded number of attempts; failures become documents."""
+    """GETs a feed URL through the outbound policy (`pipelines.outbound`: public addresses only
+    unless `allowed_hosts` names the host, each redirect checked as the first URL, the body read
+    up to `max_bytes`, each attempt within `timeout_seconds`), a bounded number of attempts;
+    failures become documents."""
 
     timeout_seconds: float = 10.0
     attempts: int = 3
     backoff_seconds: float = 0.5
     """Pause before the second attempt; doubled before each further one (plus jitter)."""
     max_bytes: int = 10 * 1024 * 1024
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts fetched although they resolve inside a network (the operator's own feed server)."""
+    resolve: Resolver | None = None
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -93,51 +115,49 @@ class HttpFeedFetcher:
         """The project's one retry policy with this fetcher's attempts and first wait."""
         return RetryPolicy(attempts=self.attempts, wait_initial=self.backoff_seconds, wait_max=30.0)
 
+    @property
+    def policy(self) -> OutboundPolicy:
+        return OutboundPolicy.of(
+            allowed_hosts=self.allowed_hosts,
+            max_bytes=self.max_bytes,
+            deadline_seconds=self.timeout_seconds,
+        )
+
     def fetch(self, url: str) -> FeedDocument:
-        headers = {
-            "User-Agent": USER_AGENT,
-            "Accept": "application/rss+xml, application/atom+xml, */*",
-        }
+        headers = {"Accept": "application/rss+xml, application/atom+xml, */*"}
         tries = 0
-        with httpx.Client(
-            timeout=self.timeout_seconds, headers=headers, follow_redirects=True
-        ) as client:
-            try:
-                for attempt in retrying(self.retry, (RetryableError, httpx.HTTPError)):
-                    with attempt:
-                        tries = attempt.num
-                        return FeedDocument(url, url, self._body(client, url))
-            except (_UnreadableError, RetryableError) as error:
-                failure = str(error)
-            except httpx.HTTPError as error:
-                failure = f"{type(error).__name__}: {error}"
+        transient = (RetryableError, httpx.HTTPError, TimeoutError, UnresolvedHost)
+        try:
+            for attempt in retrying(self.retry, transient):
+                with attempt:
+                    tries = attempt.num
+                    return FeedDocument(url, url, self._body(url, headers))
+        except (_UnreadableError, RetryableError) as error:
+            failure = str(error)
+        except (OutboundRefused, TooLarge) as error:
+            failure = str(error)
+        except TimeoutError:
+            failure = f"no whole answer within {self.timeout_seconds}s"
+        except httpx.HTTPError as error:
+            failure = f"{type(error).__name__}: {error}"
         return FeedDocument(url, url, None, f"{failure} (after {tries} attempt(s))")
 
-    def _body(self, client: httpx.Client, url: str) -> bytes:
+    def _body(self, url: str, headers: dict[str, str]) -> bytes:
         """The feed's bytes; RetryableError when another attempt may help, _UnreadableError when
-        it cannot (httpx's own errors, all worth another attempt, pass through)."""
-        with client.stream("GET", url) as response:
-            status = response.status_code
-            if status == httpx.codes.OK:
-                return self._read_bounded(response)
-            if status in RETRYABLE_STATUSES:
-                wait = retry_after_seconds(response.headers.get("Retry-After"), time.time())
-                raise RetryableError(f"HTTP {status}", wait)
-            raise _UnreadableError(f"HTTP {status}")
-
-    def _read_bounded(self, response: httpx.Response) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise _UnreadableError(f"response larger than {self.max_bytes} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        it cannot (a refused URL, a body too large and httpx's own errors pass through)."""
+        answer = fetch_sync(
+            "GET", url, self.policy, USER_AGENT, headers=headers, resolve=self.resolve
+        )
+        if answer.status == httpx.codes.OK:
+            return answer.body
+        if answer.status in RETRYABLE_STATUSES:
+            wait = retry_after_seconds(answer.headers.get("Retry-After"), time.time())
+            raise RetryableError(f"HTTP {answer.status}", wait)
+        raise _UnreadableError(f"HTTP {answer.status}")
 
 
 class _UnreadableError(Exception):
-    """A feed another attempt would not read either (an answer such as 404, or too large)."""
+    """A feed another attempt would not read either (an answer such as 404)."""
 
 
 def is_url(location: str) -> bool:

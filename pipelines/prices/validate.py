@@ -75,9 +75,11 @@ def _rules(market: str) -> list[tuple[pl.Expr, pl.Expr]]:
         (high, pl.when(high).then(pl.lit("high is below max(open, close)"))),
         (low, pl.when(low).then(pl.lit("low is above min(open, close)"))),
         (
-            volume.is_null() | volume.is_nan() | (volume < 0),
+            volume.is_null() | volume.is_nan() | volume.is_infinite() | (volume < 0),
             pl.when(volume.is_null() | volume.is_nan())
             .then(pl.format("volume is not a number ({})", pl.col("raw_volume")))
+            .when(volume.is_infinite())
+            .then(pl.format("volume is not a finite number ({})", pl.col("raw_volume")))
             .when(volume < 0)
             .then(pl.lit("volume is negative")),
         ),

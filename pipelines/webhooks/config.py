@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pipelines.config_files import ConfigFileError, decode, read_toml
+from pipelines.outbound import (
+    OutboundPolicy,
+    OutboundRefused,
+    Resolver,
+    UnresolvedHost,
+    is_loopback,
+    pin,
+)
 from pipelines.retries import RetryPolicy
 from pipelines.webhooks.signing import SecretError, secret_key
 
@@ -41,10 +47,6 @@ class UnresolvedHostError(WebhookConfigError):
     """The receiver's host does not resolve now: no verdict on its addresses yet."""
 
 
-Resolver = Callable[[str, int], list[str]]
-"""(host, port) -> every address the host resolves to now; OSError when it does not resolve."""
-
-
 @dataclass(frozen=True)
 class Subscription:
     """One customer's receiver, what it wants, and how fast and long we may talk to it."""
@@ -63,6 +65,7 @@ class Subscription:
     """Lower-case words; a news event matches when its title or body contains one."""
     strategies: tuple[str, ...] = ()
     timeout_seconds: float = 10.0
+    """The whole attempt (connection, request, the receiver's answer) within this, not per read."""
     rate_limit_per_second: float = 5.0
     enabled: bool = True
 
@@ -89,6 +92,9 @@ class DeliveryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cloud-metadata address: a receiver in the operator's own network, or the tests' receiver."""
     ca_file: str | None = None
     """Extra CA bundle to trust for receivers (tests, private CAs); None: the system store."""
+    parallel_receivers: int = 16
+    """Receivers a worker delivers to at once (a receiver's own deliveries go one at a time): a
+    slow receiver holds its lane only, never the others'."""
 
     @property
     def retry(self) -> RetryPolicy:
@@ -138,30 +144,47 @@ class WebhooksConfig:
 def check_url(url: str, policy: DeliveryPolicy, resolve: Resolver | None = None) -> None:
     """Raise UrlRefusedError unless deliveries may go to `url`: https:// (or http:// to loopback
     with the dev switch on), to a host whose every address is public unless the host is in
-    `policy.allowed_hosts`. UnresolvedHostError when the host does not resolve now."""
+    `policy.allowed_hosts`. UnresolvedHostError when the host does not resolve now.
+
+    A delivery does not call this before it connects: `Worker` pins the connection to the
+    addresses `outbound.pin` checked (one resolution), with this policy (`outbound_policy`)."""
+    try:
+        pin(url, outbound_policy(policy, url), resolve)
+    except UnresolvedHost as error:
+        raise UnresolvedHostError(str(error)) from None
+    except OutboundRefused as error:
+        raise UrlRefusedError(str(error)) from None
+
+
+def outbound_policy(
+    policy: DeliveryPolicy, url: str, timeout_seconds: float = 10.0
+) -> OutboundPolicy:
+    """The outbound policy of a delivery to `url` (docs/webhooks.md): HTTPS only (plain HTTP to a
+    loopback host with the dev switch), no redirects, the receiver's answer read up to
+    `ANSWER_BYTES`, the whole attempt within `timeout_seconds`.
+
+    Raises UrlRefusedError for a scheme the delivery policy refuses."""
     parts = urlsplit(url)
     _check_scheme(url, parts, policy.allow_http_loopback)
-    host = (parts.hostname or "").lower()
-    if host in policy.allowed_hosts:
-        return
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        addresses = (resolve or resolve_addresses)(host, port)
-    except OSError as error:
-        raise UnresolvedHostError(f"{url}: {host} does not resolve ({error})") from None
-    inside = [a for a in addresses if not is_public(a)]
-    if inside:
-        raise UrlRefusedError(
-            f"{url}: {host} resolves to {', '.join(inside)}, an address inside a network "
-            "(loopback, private, link-local or cloud metadata); list the host in "
-            "[delivery] allowed_hosts if that receiver is meant"
-        )
+    return OutboundPolicy(
+        schemes=frozenset({parts.scheme}),
+        allowed_hosts=frozenset(policy.allowed_hosts),
+        max_redirects=0,  # a redirect is the receiver's answer (not delivered), never followed
+        max_bytes=ANSWER_BYTES,
+        deadline_seconds=timeout_seconds,
+        ca_file=policy.ca_file,
+    )
+
+
+ANSWER_BYTES = 64 * 1024
+"""decisions.md, Operations: at most this much of a receiver's answer is read (the status decides;
+the head of the body goes into the delivery's error for a failure)."""
 
 
 def _check_scheme(url: str, parts: SplitResult, allow_http_loopback: bool) -> None:
     if parts.scheme == "https" and parts.hostname:
         return
-    if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
         if allow_http_loopback:
             return
         raise UrlRefusedError(
@@ -169,31 +192,6 @@ def _check_scheme(url: str, parts: SplitResult, allow_http_loopback: bool) -> No
             "(http:// to loopback needs [delivery] allow_http_loopback = true, for tests and dev)"
         )
     raise UrlRefusedError(f"{url}: webhooks are HTTPS only; use an https:// URL")
-
-
-def resolve_addresses(host: str, port: int) -> list[str]:
-    """Every address `host` resolves to now (an address literal resolves to itself)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return sorted({str(info[4][0]) for info in infos})
-
-
-def is_public(address: str) -> bool:
-    """Whether `address` is a global unicast address: not loopback, private, link-local, shared
-    (100.64/10), reserved, multicast, nor therefore a cloud metadata service (169.254.169.254,
-    fd00:ec2::254, 100.100.100.200). An IPv4-mapped IPv6 address is judged as its IPv4 one."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # an IPv6 zone (fe80::1%eth0) aside
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class SubscriptionEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -1,25 +1,38 @@
-"""The delivery worker: signed POSTs, retries on the project's retry policy, dead letters."""
+"""The delivery worker: signed POSTs, retries on the project's retry policy, dead letters.
+
+Every attempt goes through the pipeline's outbound policy (`pipelines.outbound`, docs/webhooks.md):
+the receiver's host is resolved once and the connection pinned to the checked address, at most
+64 KiB of its answer is read, and the whole attempt holds the subscription's timeout as one
+deadline. Receivers are delivered to side by side, each one's deliveries in order, so one slow
+receiver holds its own lane only.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import random
-import ssl
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import httpx
 
+from pipelines.outbound import (
+    Fetched,
+    OutboundPolicy,
+    OutboundRefused,
+    Resolver,
+    UnresolvedHost,
+    async_client,
+    fetch,
+)
 from pipelines.retries import RETRYABLE_STATUSES, retry_after_seconds
 from pipelines.webhooks.config import (
     DeliveryPolicy,
-    Resolver,
     Subscription,
-    UnresolvedHostError,
     WebhookConfigError,
     WebhooksConfig,
-    check_url,
+    outbound_policy,
 )
 from pipelines.webhooks.outbox import Claimed, Outbox
 from pipelines.webhooks.signing import signed_headers
@@ -63,45 +76,20 @@ class Worker:
     config: WebhooksConfig
     clock: Clock = field(default_factory=SystemClock)
     rng: random.Random = field(default_factory=random.Random)
-    client_factory: Callable[[], httpx.Client] | None = None
     resolve: Resolver | None = None
     """How receiver hosts resolve (None: the system's resolver)."""
-    _client: httpx.Client | None = field(default=None, init=False)
 
     @property
     def policy(self) -> DeliveryPolicy:
         return self.config.delivery
 
-    def client(self) -> httpx.Client:
-        if self._client is None:
-            if self.client_factory is not None:
-                self._client = self.client_factory()
-            else:
-                # An explicit context: httpx deprecates verify=<path>.
-                verify = ssl.create_default_context(cafile=self.policy.ca_file)
-                self._client = httpx.Client(
-                    verify=verify, follow_redirects=False, headers={"User-Agent": USER_AGENT}
-                )
-        return self._client
-
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Nothing to release: each run of deliveries opens and closes its own connections."""
 
     def deliver_due(self, limit: int | None = None) -> list[Outcome]:
-        """Attempt every delivery due now (at most `limit`); return the outcomes in order."""
-        outcomes: list[Outcome] = []
-        deferred: list[str] = []
-        while limit is None or len(outcomes) < limit:
-            claimed = self.outbox.claim(self.clock.now(), self.policy.lease_seconds, deferred)
-            if claimed is None:
-                break
-            outcome = self.attempt(claimed)
-            if outcome.result == "deferred":
-                deferred.append(claimed.subscription_id)
-            outcomes.append(outcome)
-        return outcomes
+        """Attempt every delivery due now (at most `limit`); the outcomes in the order they ended
+        (a subscription's own in the order they were claimed)."""
+        return asyncio.run(self._deliver_due(limit))
 
     def run(self, until_idle: bool = True, max_wait: float = 60.0) -> list[Outcome]:
         """Deliver, sleeping until the next due delivery; stop when nothing is queued (`until_idle`)."""
@@ -115,41 +103,89 @@ class Worker:
             self.clock.sleep(max(wait, 0.01))
 
     def attempt(self, claimed: Claimed) -> Outcome:
-        """One attempt of one claimed delivery, recorded in the outbox.
+        """One attempt of one claimed delivery, recorded in the outbox."""
 
-        The URL is checked again (the host's addresses may have changed since the file was
-        loaded: DNS rebinding), and the subscription's rate limit taken from the outbox."""
+        async def one() -> Outcome:
+            async with async_client(self._client_policy(), USER_AGENT) as client:
+                return await self._attempt(client, claimed)
+
+        return asyncio.run(one())
+
+    async def _deliver_due(self, limit: int | None) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        deferred: list[str] = []  # rate-limited this run: not claimed again
+        lanes: dict[str, asyncio.Task[Outcome]] = {}  # subscription -> its attempt in flight
+        async with async_client(self._client_policy(), USER_AGENT) as client:
+            while True:
+                room = limit is None or len(outcomes) + len(lanes) < limit
+                claimed = None
+                if room and len(lanes) < self.policy.parallel_receivers:
+                    now = self.clock.now()
+                    skip = [*deferred, *lanes]
+                    claimed = self.outbox.claim(now, self.policy.lease_seconds, skip)
+                if claimed is not None:
+                    lanes[claimed.subscription_id] = asyncio.create_task(
+                        self._attempt(client, claimed)
+                    )
+                    continue
+                if not lanes:
+                    return outcomes
+                done, _ = await asyncio.wait(lanes.values(), return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    outcome = task.result()
+                    del lanes[outcome.subscription_id]
+                    if outcome.result == "deferred":
+                        deferred.append(outcome.subscription_id)
+                    outcomes.append(outcome)
+
+    def _client_policy(self) -> OutboundPolicy:
+        """What the run's client is built with (its CA bundle and a deadline no attempt exceeds)."""
+        longest = max((s.timeout_seconds for s in self.config.subscriptions), default=10.0)
+        return OutboundPolicy(ca_file=self.policy.ca_file, deadline_seconds=longest)
+
+    async def _attempt(self, client: httpx.AsyncClient, claimed: Claimed) -> Outcome:
         now = self.clock.now()
         try:
             sub = self.config.subscription(claimed.subscription_id)
-            check_url(sub.url, self.policy, self.resolve)
-        except UnresolvedHostError as error:
-            return self._retry(claimed, None, f"connection error: {error}")
+            policy = outbound_policy(self.policy, sub.url, sub.timeout_seconds)
         except WebhookConfigError as error:
             return self._dead(claimed, None, f"refused: {error}")
         slot = self.outbox.take_slot(sub.id, now, 1.0 / sub.rate_limit_per_second)
         if slot is not None:
             self.outbox.retry_later(claimed, slot, None, "rate limited", count=False)
             return Outcome(sub.id, claimed.event_id, "deferred", error="rate limited")
-        return self._send(claimed, sub, now)
-
-    def _send(self, claimed: Claimed, sub: Subscription, now: float) -> Outcome:
         headers = signed_headers(sub.secret, claimed.event_id, int(now), claimed.body)
         try:
-            response = self.client().post(
-                sub.url, content=claimed.body, headers=headers, timeout=sub.timeout_seconds
+            answer = await fetch(
+                client,
+                "POST",
+                sub.url,
+                policy,
+                headers=headers,
+                content=claimed.body,
+                truncate=True,
+                resolve=self.resolve,
             )
-        except httpx.TimeoutException as error:
-            return self._retry(claimed, None, f"timeout after {sub.timeout_seconds}s ({error!r})")
+        except UnresolvedHost as error:
+            return self._retry(claimed, None, f"connection error: {error}")
+        except OutboundRefused as error:  # the host resolves inside a network now (rebinding)
+            return self._dead(claimed, None, f"refused: {error}")
+        except TimeoutError:
+            return self._retry(
+                claimed, None, f"timeout: no whole answer within {sub.timeout_seconds}s"
+            )
         except httpx.TransportError as error:
             return self._retry(claimed, None, f"connection error: {error!r}")
-        status = response.status_code
+        return self._answered(claimed, sub, answer)
+
+    def _answered(self, claimed: Claimed, sub: Subscription, answer: Fetched) -> Outcome:
+        status = answer.status
         if 200 <= status < 300:
             self.outbox.delivered(claimed, status, self.clock.now())
             return Outcome(sub.id, claimed.event_id, "delivered", status)
-        failure = f"HTTP {status}: {response.text[:200]}"
+        failure = f"HTTP {status}: {answer.body[:200].decode('utf-8', 'replace')}"
         if status in RETRYABLE_STATUSES:
-            wait = retry_after_seconds(response.headers.get("Retry-After"), self.clock.now())
+            wait = retry_after_seconds(answer.headers.get("Retry-After"), self.clock.now())
             return self._retry(claimed, status, failure, wait)
         return self._dead(claimed, status, f"{failure} (not retried: an answer, not a failure)")
 

@@ -124,7 +124,9 @@ def test_only_the_named_failures_are_retried_and_the_last_one_propagates(
 
 
 def _fetcher(**policy: float) -> HttpFetcher:
-    return HttpFetcher(HttpPolicy(timeout_seconds=5.0, max_retries=2, **policy))
+    return HttpFetcher(
+        HttpPolicy(timeout_seconds=5.0, max_retries=2, **policy, allowed_hosts=("127.0.0.1",))
+    )
 
 
 def test_a_connector_waits_what_retry_after_says_in_seconds_capped(waits: list[float]) -> None:

@@ -63,6 +63,10 @@ class _Market(
 class FileDropMarket(_Market, frozen=True, tag="file_drop"):
     root: str
     name: str | UnsetType = UNSET
+    max_file_mb: int | UnsetType = UNSET
+    """A file larger than this is rejected whole, unread (`FileBounds`)."""
+    max_rows: int | UnsetType = UNSET
+    """A Parquet file of more rows (from its metadata) is rejected whole, unread."""
 
 
 class _WebMarket(_Market, frozen=True):

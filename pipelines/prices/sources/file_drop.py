@@ -10,6 +10,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -27,7 +28,7 @@ from pipelines.prices.sources.base import (
     SourceError,
     unreadable,
 )
-from pipelines.prices.sources.listing import SourceFile, stat_files
+from pipelines.prices.sources.listing import FileBounds, SourceFile, stat_files
 
 PRICE_HEADER = ("date", "open", "high", "low", "close", "volume")
 """Header of a per-symbol file `prices/<market>/<SYMBOL>.csv` (the symbol is the file's stem)."""
@@ -77,15 +78,22 @@ class FileDropSource(PriceSource):
     price file of the market.
     """
 
-    def __init__(self, root: Path, name: str = "file_drop") -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str = "file_drop",
+        max_file_mb: int | None = None,
+        max_rows: int | None = None,
+    ) -> None:
         self.root = root
         self.name = name
+        self.bounds = FileBounds.of(max_file_mb, max_rows)
 
     def instruments(self, market: str) -> RawInstruments:
         path = self.root / "instruments" / f"{market}.csv"
         if not path.is_file():
             raise SourceError(f"instrument list {path} does not exist")
-        return read_instruments_csv(path)
+        return read_instruments_csv(path, self.bounds)
 
     def listing(self, market: str) -> list[SourceFile]:
         """Every price file of the market (day files, per-symbol CSVs, Parquet), by path."""
@@ -112,7 +120,7 @@ class FileDropSource(PriceSource):
         file holds one day, a per-symbol file one symbol; files that could share a bar (day and
         per-symbol files together, Parquet files, two files of one symbol) are one batch.
         """
-        reading = Reading(_in_read_order(self._folder(market), paths))
+        reading = Reading(_in_read_order(self._folder(market), paths), self.bounds)
         for group in _batches(reading.files, batch_bytes):
             yield _read_batch(reading, group)
 
@@ -136,8 +144,14 @@ def _listed(path: Path) -> bool:
     return not path.name.startswith(".") and path.is_file()
 
 
-def read_instruments_csv(path: Path) -> RawInstruments:
-    """Instrument rows of one `symbol,name,logo` CSV; quoted fields may hold commas."""
+def read_instruments_csv(path: Path, bounds: FileBounds | None = None) -> RawInstruments:
+    """Instrument rows of one `symbol,name,logo` CSV; quoted fields may hold commas. A file larger
+    than `bounds` allow is rejected whole, unread."""
+    refused = (bounds or FileBounds()).size_refused(path)
+    if refused is not None:
+        return RawInstruments(
+            RAW_INSTRUMENTS_SCHEMA.to_frame(), _whole_file(path, "file", "", refused)
+        )
     lines = read_lines(path)
     if not any(line.strip() for line in lines):
         return RawInstruments(
@@ -180,8 +194,9 @@ class _File:
 class Reading:
     """The files of one reading, in read order: a line's key names its file by position."""
 
-    def __init__(self, files: Sequence[_File]) -> None:
+    def __init__(self, files: Sequence[_File], bounds: FileBounds | None = None) -> None:
         self.files = tuple(files)
+        self.bounds = bounds or FileBounds()
         self._sources = pl.Series([str(f.path) for f in self.files], dtype=pl.String)
         self._units = pl.Series(
             ["row" if f.kind == _PARQUET_FILE else "line" for f in self.files], dtype=pl.String
@@ -301,7 +316,7 @@ def _read_batch(reading: Reading, files: Sequence[_File]) -> BarLines:
             ]
     for file in files:
         if file.kind == _PARQUET_FILE:
-            lines, bad = _read_parquet(file)
+            lines, bad = _read_parquet(file, reading.bounds)
             rows.append(lines)
             unreadable.append(bad)
     return BarLines(_stack(rows), pl.concat([_no_unreadable(), *unreadable]), reading)
@@ -389,7 +404,7 @@ def _read_csv_files(
     not UTF-8, lines of another width, blank lines, day files with a line of another day) are
     split line by line, the fields of files with quotes, blanks or tabs trimmed of both.
     """
-    bodies, bad = _bodies(files, tuple(header))
+    bodies, bad = _bodies(files, tuple(header), reading.bounds)
     slow = [b for b in bodies if not b.one_pass]
     frames = []
     if len(slow) < len(bodies):
@@ -408,12 +423,17 @@ def _read_csv_files(
 
 
 def _bodies(
-    files: Sequence[_File], header: tuple[str, ...]
+    files: Sequence[_File], header: tuple[str, ...], bounds: FileBounds
 ) -> tuple[list[_Body], list[pl.DataFrame]]:
-    """Each readable file's lines after a correct header; whole-file rejects for the others."""
+    """Each readable file's lines after a correct header; whole-file rejects for the others (a
+    file over `bounds` is not read at all)."""
     bodies, bad = [], []
     expected = ",".join(header)
     for file in files:
+        refused = bounds.size_refused(file.path)
+        if refused is not None:
+            bad.append(_whole(file, "file", "", refused, _WHOLE_FILE))
+            continue
         try:
             raw = file.path.read_bytes()
         except OSError as error:
@@ -581,9 +601,9 @@ def _same_day(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return kept, garbage
 
 
-def _read_parquet(file: _File) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _read_parquet(file: _File, bounds: FileBounds) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`read_price_parquet` of one file of a reading, its rows keyed `row N`."""
-    bars = read_price_parquet(file.path)
+    bars = read_price_parquet(file.path, bounds)
     number = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
     rows = bars.rows.select(
         *BAR_FIELDS, (number + (file.ordinal << _LINE_BITS)).alias(KEY), "record"
@@ -599,31 +619,59 @@ def _read_parquet(file: _File) -> tuple[pl.DataFrame, pl.DataFrame]:
     return rows, bad
 
 
-def read_price_parquet(path: Path) -> RawBars:
+def read_price_parquet(path: Path, bounds: FileBounds | None = None) -> RawBars:
     """Bar rows of one Parquet file with columns `symbol,date,open,high,low,close,volume` (any
     case; others ignored).
 
     `date` may be a Date, a timestamp at midnight (any unit; in its time zone if it has one, UTC
     as vendors write it) or text; a timestamp at another time of day is rejected rather than cut
-    to its day. A null field reads as an empty one, as in a CSV file.
+    to its day. A null field reads as an empty one, as in a CSV file. The file's size and its row
+    count (from its metadata) are checked against `bounds` before anything is decoded; then only
+    the bar columns are read, a row group at a time.
     """
+    import pyarrow.parquet as pq  # only where a Parquet file is read (not every command's import)
+
+    bounds = bounds or FileBounds()
+    refused = bounds.size_refused(path)
+    if refused is not None:
+        return RawBars(RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", "", refused))
     try:
-        frame = pl.read_parquet(path)
+        parquet = pq.ParquetFile(path)
+        columns = parquet.schema_arrow.names
+        rows = parquet.metadata.num_rows
     except Exception as error:  # any unreadable file is a reject, never a crash
         reason = f"not a readable Parquet file: {type(error).__name__}"
         return RawBars(RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", "", reason))
-    named = _bar_columns(frame.columns)
+    named = _bar_columns(columns)
     missing = [c for c in BAR_FIELDS if c not in named]
     if missing:
         reason = f"Parquet file lacks columns {missing}; file not read"
         return RawBars(
-            RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", ",".join(frame.columns), reason)
+            RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", ",".join(columns), reason)
         )
+    refused = bounds.rows_refused(rows)
+    if refused is not None:
+        return RawBars(RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", "", refused))
     try:
+        frame = _row_groups(parquet, [named[c] for c in BAR_FIELDS])
         return _parquet_rows(frame.select(pl.col(named[c]).alias(c) for c in BAR_FIELDS), path)
-    except pl.exceptions.PolarsError as error:  # a column polars cannot render as text
+    except Exception as error:  # a corrupt row group, a column polars cannot render as text
         reason = f"not a readable Parquet file: {type(error).__name__}"
         return RawBars(RAW_BARS_SCHEMA.to_frame(), _whole_file(path, "file", "", reason))
+
+
+def _row_groups(parquet: Any, columns: list[str]) -> pl.DataFrame:
+    """The `columns` of a `pyarrow.parquet.ParquetFile`, decoded a row group at a time."""
+    groups: list[pl.DataFrame] = []
+    for i in range(parquet.num_row_groups):
+        group = pl.from_arrow(parquet.read_row_group(i, columns=columns))
+        assert isinstance(group, pl.DataFrame)
+        groups.append(group)
+    if not groups:
+        empty = pl.from_arrow(parquet.schema_arrow.empty_table().select(columns))
+        assert isinstance(empty, pl.DataFrame)
+        return empty
+    return pl.concat(groups, how="vertical_relaxed")
 
 
 def _bar_columns(columns: Sequence[str]) -> dict[str, str]:

@@ -10,6 +10,14 @@ import httpx
 import msgspec
 import polars as pl
 
+from pipelines.outbound import (
+    OutboundPolicy,
+    OutboundRefused,
+    Resolver,
+    TooLarge,
+    UnresolvedHost,
+    fetch_sync,
+)
 from pipelines.prices.sources.base import (
     RAW_INSTRUMENTS_SCHEMA,
     PriceSource,
@@ -26,14 +34,25 @@ from pipelines.retries import (
 
 
 class HttpPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How hard to try: per-request timeout, retries after the first attempt, and their waits
-    (the sources file's `[http]` keys)."""
+    """How hard to try and what may be reached: each attempt's deadline, retries after the first
+    attempt and their waits, the largest answer read, and hosts allowed although they resolve
+    inside a network (the sources file's `[http]` keys; `pipelines.outbound`)."""
 
     timeout_seconds: float = 30.0
     max_retries: int = 4
     backoff_seconds: float = 1.0
     max_backoff_seconds: float = 60.0
     jitter_seconds: float = 1.0
+    max_answer_mb: int = 64
+    allowed_hosts: tuple[str, ...] = ()
+
+    @property
+    def outbound(self) -> OutboundPolicy:
+        return OutboundPolicy.of(
+            allowed_hosts=self.allowed_hosts,
+            max_bytes=self.max_answer_mb << 20,
+            deadline_seconds=self.timeout_seconds,
+        )
 
     @property
     def retry(self) -> RetryPolicy:
@@ -48,32 +67,48 @@ class HttpPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @dataclass
 class HttpFetcher:
-    """GET with retries on the retryable statuses and transport errors; any other failure, or the
-    last one, raises `SourceError`."""
+    """GET through the outbound policy (`pipelines.outbound`: public addresses unless allowed,
+    each redirect checked as the first URL, the answer read up to `max_answer_mb`, each attempt
+    within `timeout_seconds`), with retries on the retryable statuses and transport errors; any
+    other failure, or the last one, raises `SourceError`."""
 
     policy: HttpPolicy = field(default_factory=HttpPolicy)
     user_agent: str = "market-intelligence/0.1 (+connectors)"
+    resolve: Resolver | None = None
 
     def get(
         self, url: str, params: Mapping[str, str | int], ok: Collection[int] = (200,)
     ) -> httpx.Response:
-        headers = {"User-Agent": self.user_agent}
         tries = 0
-        with httpx.Client(timeout=self.policy.timeout_seconds, headers=headers) as client:
-            try:
-                for attempt in retrying(self.policy.retry, (_BusyError, httpx.TransportError)):
-                    with attempt:
-                        tries = attempt.num
-                        response = client.get(url, params=dict(params))
-                        if response.status_code in ok:
-                            return response
-                        if response.status_code not in RETRYABLE_STATUSES:
-                            raise SourceError(_describe(response, tries))
-                        raise _BusyError(response)
-            except httpx.TransportError as error:
-                raise SourceError(f"GET {url} failed: {error!r}") from error
-            except _BusyError as busy:
-                raise SourceError(_describe(busy.response, tries)) from busy
+        transient = (_BusyError, httpx.TransportError, TimeoutError, UnresolvedHost)
+        outbound = self.policy.outbound
+        try:
+            for attempt in retrying(self.policy.retry, transient):
+                with attempt:
+                    tries = attempt.num
+                    answer = fetch_sync(
+                        "GET",
+                        url,
+                        outbound,
+                        self.user_agent,
+                        params=dict(params),
+                        resolve=self.resolve,
+                    )
+                    response = answer.as_response()
+                    if response.status_code in ok:
+                        return response
+                    if response.status_code not in RETRYABLE_STATUSES:
+                        raise SourceError(_describe(response, tries))
+                    raise _BusyError(response)
+        except (httpx.TransportError, TimeoutError, OutboundRefused, TooLarge) as error:
+            reason = (
+                f"no whole answer within {self.policy.timeout_seconds}s"
+                if isinstance(error, TimeoutError)
+                else repr(error)
+            )
+            raise SourceError(f"GET {url} failed: {reason}") from error
+        except _BusyError as busy:
+            raise SourceError(_describe(busy.response, tries)) from busy
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 

@@ -336,10 +336,35 @@ def test_an_item_whose_normalisation_fails_is_a_parser_failure_reject_and_the_fe
     assert len(parsed.items) + len(parsed.rejects) == parsed.items_read
 
 
-def test_a_document_feedparser_itself_fails_on_is_a_feed_reject(policy: ParsePolicy) -> None:
-    # A character reference to a lone surrogate: feedparser's lenient parser raises while encoding it.
-    document = rss("<item><guid>a</guid><title>&#55296;</title></item>")
-    reject = only_reject(parse_document(document, policy))
+def test_a_document_feedparser_itself_fails_on_is_a_feed_reject(
+    policy: ParsePolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(*_: object, **__: object) -> None:
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr("pipelines.news.parse.feedparser.parse", fails)
+    reject = only_reject(parse_document(rss("<item><guid>a</guid></item>"), policy))
     assert reject.location == "feed"
     assert reject.reason.startswith("parser failure: UnicodeEncodeError:")
     assert reject.record.startswith("<?xml")
+
+
+@pytest.mark.parametrize("reference", ["&#xD800;", "&#55296;", "&#xdfff;", "&#57343;", "&#x0DBFF;"])
+def test_a_lone_surrogate_rejects_only_its_item(policy: ParsePolicy, reference: str) -> None:
+    """decisions.md, Inputs from sources: one bad item never costs the other items of its feed
+    (feedparser raises on a character reference to a surrogate, for the whole document)."""
+    when = "<pubDate>Thu, 09 Jan 2025 10:00:00 GMT</pubDate>"
+    parsed = parse_document(
+        rss(
+            f"<item><guid>a</guid><title>fine {when[:0]}one</title>{when}</item>",
+            f"<item><guid>b</guid><title>bad {reference} title</title>{when}</item>",
+            f"<item><guid>c</guid><title>fine two</title><description>x</description>{when}</item>",
+        ),
+        policy,
+    )
+    assert [i.guid for i in parsed.items] == ["a", "c"]
+    reject = only_reject(ParsedFeed(rejects=parsed.rejects))
+    assert reject.location == "item 2"
+    assert "lone surrogate" in reject.reason
+    assert reference in reject.record
+    assert len(parsed.items) + len(parsed.rejects) == parsed.items_read

@@ -280,7 +280,7 @@ def test_the_one_pass_reading_and_the_line_by_line_reading_agree(tmp_path: Path)
     ]
     drop(tmp_path, {"prices/stocks/days/2024-01-02.csv": DAY + "\r\n".join(lines) + "\r\n"})
     reading = _reading(tmp_path, ["2024-01-02.csv"])
-    bodies, _ = file_drop._bodies(reading.files, file_drop.DAY_HEADER)
+    bodies, _ = file_drop._bodies(reading.files, file_drop.DAY_HEADER, reading.bounds)
     assert [b.one_pass for b in bodies] == [True]
     fast, refused = file_drop._read_fast(bodies, file_drop.DAY_HEADER, file_drop._DAY_FILE)
     assert refused == []
@@ -320,7 +320,7 @@ def test_a_bad_line_among_good_ones_sends_its_file_to_the_line_reader(
     }
     source = drop(tmp_path, files)
     reading = _reading(tmp_path, ["2024-01-01.csv", "2024-01-02.csv", "2024-01-03.csv"])
-    bodies, _ = file_drop._bodies(reading.files, file_drop.DAY_HEADER)
+    bodies, _ = file_drop._bodies(reading.files, file_drop.DAY_HEADER, reading.bounds)
     _, refused = file_drop._read_fast(bodies, file_drop.DAY_HEADER, file_drop._DAY_FILE)
     assert [b.file.path.name for b in refused] == ["2024-01-02.csv"]
     raw = source.daily_bars("stocks", [], None)

@@ -16,7 +16,13 @@ from pipelines.prices.validate import validate_bars
 from tests.pipelines.prices.loopback import Reply, route, serve
 
 FAST = HttpFetcher(
-    HttpPolicy(timeout_seconds=5, max_retries=2, backoff_seconds=0.01, max_backoff_seconds=0.02)
+    HttpPolicy(
+        timeout_seconds=5,
+        max_retries=2,
+        backoff_seconds=0.01,
+        max_backoff_seconds=0.02,
+        allowed_hosts=("127.0.0.1",),
+    )
 )
 KLINES = "/api/v3/klines"
 JAN_1, JAN_4 = "1704067200000", "1704326400000"
@@ -353,3 +359,25 @@ def test_stooq_line_with_more_fields_than_the_header_is_rejected() -> None:
     raw = parse_stooq_csv("Date,Open,High,Low,Close\n2024-01-02,1,2,0.5,1.5,7\n", "u", "X")
     assert raw.rows.is_empty()
     assert raw.unreadable["reason"].to_list() == ["expected 5 fields, found 6"]
+
+
+def test_an_answer_larger_than_its_bound_is_not_read_and_fails_the_fetch() -> None:
+    """docs/connectors.md: `[http] max_answer_mb` bounds what a connector reads of one answer
+    (today a price API's body was read whole, however large)."""
+    bounded = HttpFetcher(
+        HttpPolicy(timeout_seconds=5, max_retries=0, max_answer_mb=1, allowed_hosts=("127.0.0.1",))
+    )
+    huge = Reply(body=b"[" + b"0," * 1_000_000 + b"0]")
+    with serve([(route(KLINES), [huge])]) as server, pytest.raises(SourceError) as failed:
+        bounded.get(f"{server.base_url}{KLINES}", {"symbol": "BTCUSDT"})
+    assert "the answer is larger than 1,048,576 bytes" in str(failed.value)
+
+
+def test_a_price_api_on_a_host_inside_the_network_is_not_asked_unless_allowed() -> None:
+    with (
+        serve([(route(KLINES), [Reply(body=b"[]")])]) as server,
+        pytest.raises(SourceError) as failed,
+    ):
+        HttpFetcher(HttpPolicy(max_retries=0)).get(f"{server.base_url}{KLINES}", {})
+    assert "an address inside a network" in str(failed.value)
+    assert server.requests == []

@@ -17,7 +17,7 @@ from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.prices.loopback import Reply, route, serve
 
-FAST = HttpFetcher(HttpPolicy(timeout_seconds=5, max_retries=0))
+FAST = HttpFetcher(HttpPolicy(timeout_seconds=5, max_retries=0, allowed_hosts=("127.0.0.1",)))
 QUOTES = "/q/d/l/"
 STOCKS = [
     ListedInstrument("AAPL", "Apple Inc."),

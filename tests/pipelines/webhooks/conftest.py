@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import ssl
 import threading
 import time
@@ -28,6 +29,9 @@ SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 """The secret the receiver verifies with (Standard Webhooks: `whsec_` + base64 of 32 bytes)."""
 OTHER_SECRET = "whsec_" + base64.b64encode(bytes(range(32, 64))).decode()
 START = 1_800_000_000.0
+HUGE_BYTES = 300 * 1024 * 1024
+RECEIVER_NAME = "receiver.test"
+"""A name only the tests' resolver knows (the receiver's certificate holds it)."""
 LOCAL_HOSTS = ("127.0.0.1",)
 """The `allowed_hosts` that let deliveries reach the receiver on loopback (refused otherwise)."""
 
@@ -59,15 +63,18 @@ class Received:
     signature_ok: bool
     at: float = field(default_factory=time.monotonic)
     """When the request arrived (the receiver's clock)."""
+    path: str = "/hooks"
 
 
 @dataclass
 class Receiver:
     """A customer's HTTPS endpoint: answers from `script` in order (then 200) and records requests.
 
-    A script entry is a status code, a (status, headers) pair, or "hang" (never answer until the
-    test ends). Signatures are checked with the `standardwebhooks` package, as a customer's
-    receiver would; a request that fails the check is answered 401.
+    A script entry is a status code, a (status, headers) pair, "hang" (never answer until the
+    test ends), "huge" (200 with a body of `HUGE_BYTES`, sent as fast as it is read) or "drip"
+    (the status line, then a header byte every 50 ms for 10 s). Signatures are checked with the
+    `standardwebhooks` package, as a customer's receiver would; a request that fails the check is
+    answered 401. A POST to a path ending in /slow always drips.
     """
 
     url: str
@@ -94,9 +101,16 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 ok = True
             except standardwebhooks.WebhookVerificationError:
                 ok = False
-            action = receiver.next_action()
+            action = "drip" if self.path.endswith("/slow") else receiver.next_action()
             if action == "hang":
                 receiver.release.wait(10)
+                return
+            if action in ("huge", "drip"):
+                with receiver.lock:
+                    event_id = headers.get(signing.ID_HEADER, "")
+                    receiver.received.append(Received(event_id, body, headers, ok, path=self.path))
+                with contextlib.suppress(OSError):
+                    (self._huge if action == "huge" else self._drip)()
                 return
             status, extra = action if isinstance(action, tuple) else (action, {})
             if status < 300 and ok:
@@ -110,6 +124,23 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
+
+        def _huge(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(HUGE_BYTES))
+            self.end_headers()
+            chunk = b"x" * 65_536
+            for _ in range(HUGE_BYTES // len(chunk)):
+                self.wfile.write(chunk)
+
+        def _drip(self) -> None:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            self.wfile.flush()
+            for _ in range(200):
+                if receiver.release.wait(0.05):
+                    return
+                self.wfile.write(b"X")
+                self.wfile.flush()
 
         def log_message(self, format: str, *args: object) -> None:
             return
@@ -138,7 +169,7 @@ def clock() -> FakeClock:
 def receiver(ca: trustme.CA) -> Iterator[Receiver]:
     """A live HTTPS server on 127.0.0.1 with a certificate from the test CA."""
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server_context)
+    ca.issue_cert("127.0.0.1", "localhost", RECEIVER_NAME).configure_cert(server_context)
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     server.socket = server_context.wrap_socket(server.socket, server_side=True)
     port = server.server_address[1]

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.outbound import is_public
 from pipelines.webhooks.config import (
     DeliveryPolicy,
     UnresolvedHostError,
     UrlRefusedError,
     WebhookConfigError,
     check_url,
-    is_public,
     load_config,
     parse_config,
 )
