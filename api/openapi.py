@@ -24,6 +24,7 @@ from litestar.routes import HTTPRoute
 from api.export import DATASETS, FORMATS
 from api.metering.config import MeteringConfig, RowsCost, ScaledCost, cost_text
 from api.params import SCALED_BY, QueryParameterDeclaration
+from api.request_limits import MAX_HEADER_BYTES, MAX_TARGET_BYTES
 from api.schemas import ErrorBody, PipelineErrorBody, TokenLimitErrorBody
 from pipelines.catalog import MARKETS, STRATEGIES
 
@@ -108,6 +109,7 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
         _add_query_parameters(operation, handler.opt.get("query", ()))
         _describe_parameters(operation, name)
         _drop_framework_400(operation)
+        operation["responses"].update(_head_limits())
         if name is None:
             operation["security"] = []  # status: public, never metered
             continue
@@ -196,6 +198,18 @@ def _add_metering(
     for header, meaning in BALANCE_HEADERS.items():
         headers[header] = {"description": meaning, "schema": {"type": "integer"}, "required": True}
     responses.update(_metering_failures())
+
+
+def _head_limits() -> Document:
+    """What `api.request_limits` answers on any route, before authentication."""
+    error = _json(_ref("ErrorBody"))
+    return {
+        "414": {
+            "description": f"the path and query take more than {MAX_TARGET_BYTES} bytes",
+            **error,
+        },
+        "431": {"description": f"the headers take more than {MAX_HEADER_BYTES} bytes", **error},
+    }
 
 
 def _metering_failures() -> Document:

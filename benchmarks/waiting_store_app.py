@@ -101,11 +101,11 @@ class WaitingStore(SqliteMeteringStore):
 
 
 # Each step answered as the real script would answer it admitted (a budget of -1: none), freed,
-# settled or recorded, with no read or write: the arguments from the 6th are the steps, each its
+# settled or recorded, with no read or write: the arguments from the 7th are the steps, each its
 # kind, its key's index and its own arguments (an admit 6, a settle 8, a free or a record 3).
 NO_WORK_BATCH = """
 local replies = {}
-local i = 6
+local i = 7
 while i <= #ARGV do
   local kind = ARGV[i]
   if kind == 'a' then
