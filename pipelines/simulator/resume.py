@@ -3,12 +3,16 @@
 A window of `years` starts flat, with the initial investment, on the first bar on or after the
 symbol's last day minus `years` years, so a new day moves its start. Until the window's first
 trade, a run is flat with its initial cash whatever bar it started on: a run from the old start
-and one from the new start are in the same state at every bar from the new start on, bit for bit
-(flat equity does not move the curve's running figures). So while the new start is on or before
-the window's first entry, the window is its stored trades and state carried over the new bars
-(`engine.resume_tasks`, the same per-bar arithmetic as a replay), with only the start's labels
-moved. A window whose start passes its first entry, a new window (the history reached one more
-year), or a symbol without carried state is replayed from its bars instead (`update.py`).
+and one from the new start are in the same state at every bar from the new start on, bit for bit,
+as long as the new start is a flat bar too. Its equity is then the initial cash, which both runs'
+curves have seen, so the flat bars before it do not move the curve's running figures. So while
+the new start bar is strictly before the window's first entry, the window is its stored trades
+and state carried over the new bars (`engine.resume_tasks`, the same per-bar arithmetic as a
+replay), with only the start's labels moved. A start on the entry's own bar is not: a run from
+there never sees the initial cash (its first equity is the position, less the entry's fees and
+slippage), so its peak, trough and drawdown differ from a run that was flat before. A window whose
+start reaches its first entry, a new window (the history reached one more year), or a symbol
+without carried state is replayed from its bars instead (`update.py`).
 
 What a window carries: its open trade (the position), its summary (the final value is the cash
 when flat; the closed trades' figures stand until a trade closes) and `backtest_state` (the
@@ -79,7 +83,9 @@ def windows(stored: Stored, prices: pl.DataFrame) -> pl.DataFrame:
     ok = (
         pl.col("has_state").fill_null(False)
         & (pl.col("stored_windows") == pl.col("available"))
-        & (pl.col("first_entry").is_null() | (pl.col("since") <= pl.col("first_entry")))
+        # the start must be a flat bar: `start_bars` asks it of the start bar itself too (a
+        # `since` on a weekend starts on the Monday, which may be the entry's day)
+        & (pl.col("first_entry").is_null() | (pl.col("since") < pl.col("first_entry")))
         # the longest window is the whole history (so its run also gives the current action)
         & (~longest | (pl.col("since") <= pl.col("first_date")))
     )
@@ -89,7 +95,8 @@ def windows(stored: Stored, prices: pl.DataFrame) -> pl.DataFrame:
 def start_bars(windows: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame:
     """The windows of the symbols every window of which has a new first bar (`start_date`,
     `first_close`): the first bar on or after `since` (or the symbol's first bar) within
-    START_SEARCH, which keeps the window's `full_history`."""
+    START_SEARCH, which keeps the window's `full_history` and is strictly before the window's
+    first entry."""
     wanted = windows.with_columns(_from=pl.max_horizontal("since", "first_date")).sort("_from")
     found = wanted.join_asof(
         bars.select("symbol", _start="date", _first_close="close").sort("_start"),
@@ -102,7 +109,9 @@ def start_bars(windows: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame:
     )
     # a window whose start leaves the first bar relabels its closed trades: replayed instead
     same = (pl.col("_start") == pl.col("first_date")) == pl.col("full_history")
-    whole = (pl.col("_start").is_not_null() & same).all().over("symbol")
+    # a start on the first entry's bar never saw the flat equity the carried curve did
+    flat_start = pl.col("first_entry").is_null() | (pl.col("_start") < pl.col("first_entry"))
+    whole = (pl.col("_start").is_not_null() & same & flat_start).all().over("symbol")
     return (
         found.filter(whole)
         .drop("_from", "start_date")
