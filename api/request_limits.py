@@ -8,6 +8,8 @@ from them) stay small.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import ApiFailure, send_failure
@@ -26,19 +28,21 @@ class HeadersTooLarge(ApiFailure):
     status_code = 431
 
 
-class RequestLimitsMiddleware:
-    """414 for a path and query over `MAX_TARGET_BYTES`, 431 for headers over `MAX_HEADER_BYTES`."""
+class RequestLimits:
+    """414 for a path and query over `MAX_TARGET_BYTES`, 431 for headers over `MAX_HEADER_BYTES`:
+    the outermost layer of the served app (`api.app.asgi_app`), before routing."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # A plain function handing back the app's own awaitable: no coroutine frame of its own
+        # on every request (a coroutine layer cost a cached request 1.3% more instructions).
         if scope["type"] == "http":
             failure = too_large(scope)
             if failure is not None:
-                await send_failure(send, failure)
-                return
-        await self.app(scope, receive, send)
+                return send_failure(send, failure)
+        return self.app(scope, receive, send)
 
 
 def too_large(scope: Scope) -> ApiFailure | None:
@@ -46,7 +50,9 @@ def too_large(scope: Scope) -> ApiFailure | None:
     target = len(scope.get("raw_path") or scope["path"]) + len(scope["query_string"])
     if target > MAX_TARGET_BYTES:
         return UriTooLong(f"the path and query take {target} bytes, at most {MAX_TARGET_BYTES}")
-    headers = sum(len(name) + len(value) for name, value in scope["headers"])
-    if headers > MAX_HEADER_BYTES:
-        return HeadersTooLarge(f"the headers take {headers} bytes, at most {MAX_HEADER_BYTES}")
+    size = 0
+    for name, value in scope["headers"]:
+        size += len(name) + len(value)
+    if size > MAX_HEADER_BYTES:
+        return HeadersTooLarge(f"the headers take {size} bytes, at most {MAX_HEADER_BYTES}")
     return None

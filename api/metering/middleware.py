@@ -301,83 +301,46 @@ class MeteringMiddleware:
         a bulk export) gets its headers on its first chunk and keeps its in-flight slot until
         its last chunk is sent or the client has gone (decisions.md, Bulk export): it is
         released when the route returns or raises. A row-priced route's charge grows while it
-        runs (`charge_rows`), so the settle reads it, and the balance it left, from `charged`.
+        runs (`charge_rows`), so the settle reads it, and the balance it left, from `request`.
         """
         assert admission.charge is not None
-        charged = [admission.charge]
-        balances = [admission.balance]
+        request = _Settlement(self, scope, route, admission.charge, admission.balance)
         if route.by_rows is not None:
-            charge_rest = partial(self._charge_rows, scope, route, account, charged, balances)
+            charge_rest = partial(self._charge_rows, scope, route, account, request)
             cast("dict[str, Any]", scope)[CHARGE_ROWS_SCOPE_KEY] = charge_rest
-        held_slot: list[int] = []  # the streamed answer's status while it holds its slot
-
-        def uncredited(status: int) -> list[tuple[bytes, bytes]] | None:
-            """The answer's headers when nothing is to be credited (the charge is the net cost
-            and the balance it left the answer's); None: the settle must be awaited."""
-            charge, balance = charged[0], balances[0]
-            if balance is None:
-                return None
-            if net_cost(status, charge.tokens, self._final_cost(scope, route)) != charge.tokens:
-                return None
-            return balance_headers(charge.tokens, balance)
-
-        def released(status: int) -> list[tuple[bytes, bytes]] | None:
-            """`uncredited`, with the settle (the slot, its ledger row) going behind the response
-            (`MeteringStore.release`)."""
-            headers = uncredited(status)
-            if headers is not None:
-                self.store.release(charged[0], status)
-            return headers
-
-        async def settle(status: int) -> list[tuple[bytes, bytes]]:
-            net, balance = await self._settle(charged[0], status, self._final_cost(scope, route), balances[0])  # fmt: skip
-            return balance_headers(net, balance)
-
-        async def stream_headers(status: int) -> list[tuple[bytes, bytes]]:
-            headers = uncredited(status)
-            if headers is None:  # a credit to settle now (frees the slot with it)
-                return await settle(status)
-            held_slot.append(status)
-            return headers
-
-        response = _HeldResponse(send, stream_headers)
+        response = _HeldResponse(send, request.stream_headers)
         try:
             await self.app(scope, receive, response)
         except BaseException:
             if not response.streaming:  # nothing was sent: the server answers 500, billed so
-                await self._settle(charged[0], 500, None, balances[0])
+                await self._settle(request.charge, 500, None, request.balance)
             raise
         finally:
-            if held_slot:  # a streamed answer sent whole, or cut short: its slot is free now
-                self.store.release(charged[0], held_slot[0])
+            if request.held is not None:  # a streamed answer sent whole, or cut short
+                self.store.release(request.charge, request.held)
         start = response.start
         if start is None:  # the route returned without answering: a server failure
-            await self._settle(charged[0], 500, None, balances[0])
+            await self._settle(request.charge, 500, None, request.balance)
         elif not response.streaming:
             status = start["status"]
-            await response.release(released(status) or await settle(status))
+            await response.release(request.released(status) or await request.settle(status))
 
     async def _charge_rows(
-        self,
-        scope: Scope,
-        route: _Route,
-        account: Account,
-        charged: list[Charge],
-        balances: list[Balance | None],
+        self, scope: Scope, route: _Route, account: Account, request: _Settlement
     ) -> None:
         """The rest of a row-priced request's cost, drawn while its route runs, before it answers
         (`charge_rows`): the whole cost fits or the route's answer is the token-limit 401, whose
         settle then credits the up-front minimum back (nothing is charged)."""
         final = self._final_cost(scope, route)
-        extra = 0 if final is None else final - charged[0].tokens
+        extra = 0 if final is None else final - request.charge.tokens
         if extra <= 0:
             return
         try:
-            admission = await self.store.extend(account, charged[0], extra)
+            admission = await self.store.extend(account, request.charge, extra)
         except MeteringUnavailableError:
             raise DependencyUnavailable(UNAVAILABLE) from None
         if admission.charge is not None:
-            charged[0], balances[0] = admission.charge, admission.balance
+            request.charge, request.balance = admission.charge, admission.balance
         elif admission.outcome in _LIMIT_MESSAGES:
             raise self._token_limit(admission.outcome)
         else:  # revoked since the admit
@@ -467,6 +430,62 @@ class MeteringMiddleware:
             return None
         points = found.get(POINTS_SCOPE_KEY)
         return None if points is None else points_cost(self.config, route.operation, points)
+
+
+class _Settlement:
+    """One admitted request of a limited plan, from its admit to its settle: its charge (which a
+    row-priced route's `charge_rows` grows), the balance that charge left, and the status of a
+    streamed answer while it holds its in-flight slot."""
+
+    __slots__ = ("balance", "charge", "held", "meter", "route", "scope")
+
+    def __init__(
+        self,
+        meter: MeteringMiddleware,
+        scope: Scope,
+        route: _Route,
+        charge: Charge,
+        balance: Balance | None,
+    ) -> None:
+        self.meter = meter
+        self.scope = scope
+        self.route = route
+        self.charge = charge
+        self.balance = balance
+        self.held: int | None = None
+
+    def uncredited(self, status: int) -> list[tuple[bytes, bytes]] | None:
+        """The answer's headers when nothing is to be credited (the charge is the net cost and
+        the balance it left the answer's); None: the settle must be awaited."""
+        charge, balance = self.charge, self.balance
+        if balance is None:
+            return None
+        final = self.meter._final_cost(self.scope, self.route)
+        if net_cost(status, charge.tokens, final) != charge.tokens:
+            return None
+        return balance_headers(charge.tokens, balance)
+
+    def released(self, status: int) -> list[tuple[bytes, bytes]] | None:
+        """`uncredited`, with the settle (the slot, its ledger row) going behind the response
+        (`MeteringStore.release`)."""
+        headers = self.uncredited(status)
+        if headers is not None:
+            self.meter.store.release(self.charge, status)
+        return headers
+
+    async def settle(self, status: int) -> list[tuple[bytes, bytes]]:
+        final = self.meter._final_cost(self.scope, self.route)
+        net, balance = await self.meter._settle(self.charge, status, final, self.balance)
+        return balance_headers(net, balance)
+
+    async def stream_headers(self, status: int) -> list[tuple[bytes, bytes]]:
+        """A streamed answer's headers at its first chunk: its slot stays held (`held`) unless a
+        credit must be settled now."""
+        headers = self.uncredited(status)
+        if headers is None:  # a credit to settle now (frees the slot with it)
+            return await self.settle(status)
+        self.held = status
+        return headers
 
 
 class _Replacement(Exception):  # noqa: N818 - a control-flow signal, not an error report
