@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.heap import collection_paused, frozen_heap
+from mi.commands.space import NEARLY_FULL_BYTES, free_bytes, out_of_space, space_line
 from pipelines.catalog import MARKETS
 from pipelines.settings import PipelineSettings, load_settings
 
@@ -484,8 +485,37 @@ def materialize(
     target = day.date() if day else settings.resolved_end_date()
     if since is not None and since.date() > target:
         raise click.BadParameter(f"{since.date()} is after the day {target}", param_hint="--since")
-    checks, failed = CheckTally(), []
+    checks, failed = CheckTally(), list[str]()
     by_executor = module if settings.executor not in IN_THIS_PROCESS else None
+    try:
+        started = _run_all(settings, module, chosen, select, only, full, target, since, checks, failed, by_executor)  # fmt: skip
+    except Exception as error:
+        if not out_of_space(error, settings.data_dir):
+            raise
+        click.echo(space_line("mi materialize", settings.data_dir), err=True)
+        sys.exit(1)
+    for line in _summary(checks, failed, time.monotonic() - started):
+        click.echo(line)
+    if failed and free_bytes(settings.data_dir) < NEARLY_FULL_BYTES:
+        click.echo(space_line("mi materialize", settings.data_dir), err=True)
+    if failed or checks.failed:
+        sys.exit(1)
+
+
+def _run_all(
+    settings: PipelineSettings,
+    module: str,
+    chosen: list[str],
+    select: tuple[str, ...],
+    only: str | None,
+    full: bool,
+    target: date,
+    since: datetime | None,
+    checks: CheckTally,
+    failed: list[str],
+    by_executor: str | None,
+) -> float:
+    """Every run of the command, in order; when it started (the monotonic clock)."""
     with ExitStack() as kept:
         # What the command builds before its runs (Dagster, the definitions, the modules, the
         # instance) outlives every run. It is built with collections paused (each walked the
@@ -516,10 +546,7 @@ def materialize(
             if not succeeded and not progress.failed_steps:
                 progress.failed_steps.append(f"run [{run.label}]")
             failed += progress.failed_steps
-    for line in _summary(checks, failed, time.monotonic() - started):
-        click.echo(line)
-    if failed or checks.failed:
-        sys.exit(1)
+    return started
 
 
 def _first_load(settings: PipelineSettings, markets: list[str]) -> bool:

@@ -131,6 +131,11 @@ class Warehouse:
                 # A run that found nothing new: the version, and every ETag made from it, stays.
                 return Published(old, self._views_at(old), removed=(), published=False)
             manifest = apply_writes(old, writes)
+            if self.duckdb_path is not None and not self.duckdb_path.exists():
+                # The first commit: the database file exists (with the views of what was there
+                # before) before the manifest names a version, so every version a reader can see
+                # has a file to open, even when this process dies right after the manifest.
+                views.create_views_file(self.duckdb_path, self.root, old)
             write_manifest(self.root, manifest)
             for path in retired_paths(old, manifest):
                 _touch(self.root / path)

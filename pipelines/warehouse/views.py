@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -83,6 +84,24 @@ def refresh_views(
         con.execute("BEGIN TRANSACTION")
         apply_views(con, root, manifest)
         con.execute("COMMIT")
+
+
+def create_views_file(duckdb_path: Path, root: Path, manifest: Manifest | None) -> None:
+    """A new database file with the views of `manifest`, made whole under a temporary name and
+    renamed into place: a reader finds no file or a whole one, never a half-written one."""
+    duckdb_path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = duckdb_path.with_name(f".{duckdb_path.name}.{os.getpid()}.tmp")
+    scratch.unlink(missing_ok=True)
+    try:
+        with duckdb.connect(str(scratch)) as con:
+            con.execute("BEGIN TRANSACTION")
+            apply_views(con, root, manifest)
+            con.execute("COMMIT")
+            con.execute("CHECKPOINT")
+        os.replace(scratch, duckdb_path)
+    finally:
+        scratch.unlink(missing_ok=True)
+        scratch.with_name(scratch.name + ".wal").unlink(missing_ok=True)
 
 
 def views_version(duckdb_path: Path, *, timeout: float = 10.0) -> tuple[int, str] | None:
