@@ -4,14 +4,15 @@
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import date, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
 
 import dagster as dg
 
 from pipelines.catalog import MARKETS
 from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
+from pipelines.settings import PipelineSettings, news_instant
 from pipelines.warehouse.resource import WarehouseResource
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -20,7 +21,13 @@ BACKFILL_TAG = "dagster/backfill"
 
 
 class RunOptions(dg.ConfigurableResource):
-    """Run configuration shared by every step (`resources.run_options.config` of a run)."""
+    """Run configuration shared by every step (`resources.run_options.config` of a run).
+
+    The run's own settings travel here too (`end_date`, `now`, `instruments`, which `mi
+    materialize` fills from its environment), so that a step reads the settings of the command
+    that launched its run, not those of the worker process that runs it: a `mi workers` process
+    started once serves every later run (docs/deployment.md). None leaves the code location's
+    own setting (a run launched from the Dagster UI)."""
 
     full: bool = False
     """Forget every carried state and rebuild the tables from the sources."""
@@ -28,6 +35,41 @@ class RunOptions(dg.ConfigurableResource):
     """Only these markets; the others' tables are left as they are."""
     shard_symbols: int = DEFAULT_SHARD_SYMBOLS
     """Most symbols a shard holds (`MI_SHARD_SYMBOLS`)."""
+    end_date: str | None = None
+    """The embedded market's last day (`MI_END_DATE`, YYYY-MM-DD; "" for none: the run's day)."""
+    now: str | None = None
+    """The news clock (`MI_NOW`, ISO 8601; "" for the real clock)."""
+    instruments: int | None = None
+    """The embedded market's total instruments (`MI_INSTRUMENTS`; 0 for the default universe)."""
+
+    def settings(self, base: PipelineSettings) -> PipelineSettings:
+        """`base` with the run's own end date, clock and universe where the run names them."""
+        changes: dict[str, object] = {}
+        if self.end_date is not None:
+            changes["end_date"] = date.fromisoformat(self.end_date) if self.end_date else None
+        if self.now is not None:
+            changes["now"] = datetime.fromisoformat(self.now) if self.now else None
+        if self.instruments is not None:
+            changes["instruments"] = self.instruments or None
+        return replace(base, **changes) if changes else base  # type: ignore[arg-type]
+
+    def news_now(self, fallback: Callable[[], datetime]) -> datetime:
+        """The run's news clock: its `now` (else the real clock), never after its end date's last
+        second; the code location's (`fallback`) when the run names neither."""
+        if self.now is None and self.end_date is None:
+            return fallback()
+        now = datetime.fromisoformat(self.now) if self.now else datetime.now(UTC)
+        return news_instant(now, date.fromisoformat(self.end_date) if self.end_date else None)
+
+    @classmethod
+    def travelling(cls, settings: PipelineSettings) -> dict[str, object]:
+        """The run config of `settings` that every step of a run must read (`settings`): the
+        clock always, the embedded market's end date and universe when it is the source."""
+        config: dict[str, object] = {"now": settings.now.isoformat() if settings.now else ""}
+        if settings.sources_config is None:
+            config["end_date"] = settings.end_date.isoformat() if settings.end_date else ""
+            config["instruments"] = settings.instruments or 0
+        return config
 
 
 @dataclass(frozen=True)

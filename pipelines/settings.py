@@ -79,10 +79,14 @@ class PipelineSettings:
 
     def news_now(self) -> datetime:
         """The instant news is read as of: now, never after the end date's last second."""
-        now = self.clock()
-        if self.end_date is None:
-            return now
-        return min(now, datetime.combine(self.end_date, time(23, 59, 59), UTC))
+        return news_instant(self.clock(), self.end_date)
+
+
+def news_instant(now: datetime, end_date: date | None) -> datetime:
+    """`now`, never after `end_date`'s last second (the embedded market's news stops there)."""
+    if end_date is None:
+        return now
+    return min(now, datetime.combine(end_date, time(23, 59, 59), UTC))
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:

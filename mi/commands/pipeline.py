@@ -385,6 +385,7 @@ def plan_runs(
     full: bool,
     jobs: Sequence[str],
     first_load: bool = False,
+    travelling: dict[str, object] | None = None,
 ) -> list[Run]:
     """The runs of one materialization: the news refresh first (the day's analyses cite its
     briefs), then the daily update for `day` (a backfill from `since`: one run over the range).
@@ -395,7 +396,8 @@ def plan_runs(
     """
     from pipelines.schedules import DAILY_JOB, NEWS_JOB
 
-    config = {"resources": {"run_options": {"config": {"full": full, "markets": markets}}}}
+    own = travelling or {}  # the command's settings every step reads (`RunOptions.settings`)
+    config = {"resources": {"run_options": {"config": {"full": full, "markets": markets, **own}}}}
     news = [Run(NEWS_JOB, "news", config)] if NEWS_JOB in jobs else []
     if DAILY_JOB not in jobs:
         return news
@@ -409,7 +411,9 @@ def plan_runs(
         }
         daily = Run(DAILY_JOB, "daily", config, tags=tags)
     if first_load and news:
-        again = {"resources": {"run_options": {"config": {"full": False, "markets": markets}}}}
+        again = {
+            "resources": {"run_options": {"config": {"full": False, "markets": markets, **own}}}
+        }
         return [daily, *news, Run(DAILY_JOB, "daily", again, partition_key=day.isoformat())]
     return [*news, daily]
 
@@ -538,7 +542,12 @@ def _run_all(
             kept.enter_context(frozen_heap(collect=False))
         click.echo(f"materializing {', '.join(chosen)} into {settings.data_dir} (day {target})")
         first = _first_load(settings, chosen)
-        for run in plan_runs(chosen, target, since.date() if since else None, full, jobs, first):
+        from pipelines.runs import RunOptions  # Dagster's modules: imported once it is needed
+
+        travelling = RunOptions.travelling(settings)
+        for run in plan_runs(
+            chosen, target, since.date() if since else None, full, jobs, first, travelling
+        ):
             job = definitions.resolve_job_def(run.job)
             progress = Progress(run.label, click.echo, checks)
             selection = select_assets(job, names)

@@ -44,15 +44,16 @@ def build_embedded_prices_asset(settings: PipelineSettings) -> dg.AssetsDefiniti
         def embedded_market_prices(
             context: dg.AssetExecutionContext, run_options: RunOptions
         ) -> dg.MaterializeResult:
-            through = price_day(settings, run_days(context).through)
+            run = run_options.settings(settings)
+            through = price_day(run, run_days(context).through)
             written: dict[str, Any] = {}
             for market in run_options.markets:
                 manifest = write_embedded_prices(
-                    settings.embedded_dir,
+                    run.embedded_dir,
                     market,
-                    seed=settings.seed,
+                    seed=run.seed,
                     through=through,
-                    instruments=instruments_for(settings, market),
+                    instruments=instruments_for(run, market),
                 )
                 written[market] = {
                     "instruments": manifest.instruments,
@@ -84,15 +85,16 @@ def build_embedded_news_asset(settings: PipelineSettings) -> dg.AssetsDefinition
         ),
     )
     def embedded_market_news(run_options: RunOptions) -> dg.MaterializeResult:
-        now = settings.news_now()
+        run = run_options.settings(settings)
+        now = run.news_now()
         written: dict[str, Any] = {}
         for market in run_options.markets:
             manifest = write_embedded_news(
-                settings.embedded_dir,
+                run.embedded_dir,
                 market,
-                seed=settings.seed,
+                seed=run.seed,
                 now=now,
-                instruments=instruments_for(settings, market),
+                instruments=instruments_for(run, market),
             )
             written[market] = {"items": manifest.news_items, "files": len(manifest.files)}
         return dg.MaterializeResult(

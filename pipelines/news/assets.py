@@ -65,7 +65,7 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
         run_options: RunOptions,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         tx = warehouse.transaction(context.run.run_id, step_name(context))
-        now = news_policy.now()
+        now = run_options.news_now(news_policy.now)  # the launching command's clock
         parse = news_policy.parse_policy(now)
         results = {
             market: update_news(tx, news_source, market, parse, run_options.full)

@@ -31,6 +31,10 @@ from pipelines.retries import (
 USER_AGENT = "market-intelligence-news/0.1 (+feed reader)"
 
 
+class MissingSourceError(RuntimeError):
+    """A source the run must read is not there (a folder of the file drop this host cannot see)."""
+
+
 class NewsSource(ABC):
     """Reads every feed of a market as raw documents; parsing is the same whatever the source."""
 
@@ -74,7 +78,12 @@ class FileDropNewsSource(NewsSource):
         """Every feed document of the market (current documents and archives), by path."""
         folder = self.root / "news" / market
         if not folder.is_dir():
-            return []
+            # A run must never publish less than it should: a host that cannot see the drop (a
+            # worker with a data directory of its own) fails the step instead of reading nothing.
+            raise MissingSourceError(
+                f"news folder {folder} does not exist: this host cannot see the file drop "
+                "(every worker of a run must read the same sources: docs/deployment.md)"
+            )
         paths = [*folder.glob("*.xml"), *folder.glob("*/*.xml")]
         listed = (p for p in paths if not p.name.startswith(".") and p.is_file())
         return sorted(stat_files(listed, self.root), key=lambda f: f.path)

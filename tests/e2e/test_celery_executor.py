@@ -333,3 +333,56 @@ def test_a_worker_asked_for_no_concurrency_is_refused() -> None:
     assert done.returncode == 2
     assert "--concurrency" in done.stderr
     assert "0 is not in the range x>=1" in done.stderr
+
+
+def materialized(settings: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MI, "materialize", "--market", MARKETS, *args],
+        env=_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_a_worker_started_before_the_settings_change_runs_each_run_with_its_own(
+    tmp_path: Path,
+) -> None:
+    """Issue 53: a run's settings travel with the run (`RunOptions`: the end date, the clock,
+    the universe of the command that launched it), so a `mi workers` process started once serves
+    every later run. The worker starts with MI_END_DATE=2026-03-02; the second run's command says
+    2026-03-03, and the tables equal an in-process run of the same two commands."""
+    later = {"MI_END_DATE": "2026-03-03", "MI_NOW": "2026-03-03T12:00:00+00:00"}
+    local = tmp_path / "local"
+    for day in ({}, later):
+        done = materialized({"MI_DATA_DIR": str(local), **COMMON, **day}, *(["--job", "daily"] if day else []))  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:]
+    with cluster(tmp_path / "data") as c, workers(c, ["w1@here"], tmp_path):
+        first = materialized(c.env)
+        assert first.returncode == 0, first.stdout[-3000:]
+        second = materialized({**c.env, **later}, "--job", "daily")  # the worker's env is unchanged
+        assert second.returncode == 0, second.stdout[-3000:]
+        assert_same_warehouse(c.warehouse, c.data_dir, open_storage(local / "warehouse"), local)
+        newest = read_partitions(c.warehouse, CATALOG["daily_prices"])["date"].max()
+    assert str(newest) == "2026-03-03"
+
+
+def test_a_step_on_a_host_that_cannot_see_the_sources_fails_the_run(tmp_path: Path) -> None:
+    """Issue 53: a worker with a data directory of its own (another machine's disk) read none of
+    the embedded market's news and the refresh published an empty raw_news with only a WARN. A
+    step that cannot see its sources now fails the run, and the warehouse keeps its version."""
+    with cluster(tmp_path / "data") as c:
+        with workers(c, ["w1@here"], tmp_path):
+            first = materialized(c.env)
+            assert first.returncode == 0, first.stdout[-3000:]
+        before = c.warehouse.read_manifest()
+        elsewhere = {**c.env, "MI_DATA_DIR": str(tmp_path / "other-disk")}
+        with workers(Cluster(elsewhere), ["w2@there"], tmp_path):
+            refresh = materialized(c.env, "--job", "news", "--select", "raw_news")
+        after = c.warehouse.read_manifest()
+    assert refresh.returncode == 1
+    assert "news folder" in refresh.stdout
+    assert "does not exist" in refresh.stdout
+    assert before is not None
+    assert after is not None
+    assert after.version == before.version

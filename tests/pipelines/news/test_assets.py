@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
-from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
+from pipelines.catalog import MARKETS, NEWS_REJECTS, RAW_NEWS
 from pipelines.news.assets import (
     EMBEDDED_NEWS,
     NEWS_REJECTS_KEY,
@@ -141,6 +141,8 @@ def test_freshness_check_warns_when_the_newest_article_is_too_old(
 def test_an_empty_market_materialises_empty_tables_and_fails_freshness(
     tmp_path: Path, warehouse: Warehouse
 ) -> None:
+    for market in MARKETS:  # the drop's folders are there, with no feed in them
+        (tmp_path / "nothing" / "news" / market).mkdir(parents=True)
     result = materialize(tmp_path / "nothing", NewsPolicy(clock=lambda: NOW), warehouse)
     assert result.success
     assert warehouse.read(RAW_NEWS).is_empty()

@@ -18,6 +18,7 @@ from pipelines.news.sources import (
     FeedListNewsSource,
     FileDropNewsSource,
     HttpFeedFetcher,
+    MissingSourceError,
     RecordedNewsSource,
 )
 
@@ -103,8 +104,12 @@ def test_file_drop_reads_every_xml_feed_of_the_market_in_name_order(file_drop: P
     assert documents[0].content == COINWIRE
 
 
-def test_file_drop_without_a_market_folder_has_no_feeds(tmp_path: Path) -> None:
-    assert FileDropNewsSource(tmp_path).documents("forex") == []
+def test_a_file_drop_this_host_cannot_see_fails_instead_of_reading_nothing(tmp_path: Path) -> None:
+    """Issue 53: a worker with a data directory of its own read no news and the refresh published
+    an empty raw_news; a market's missing folder now fails the step (an empty folder is no news)."""
+    with pytest.raises(MissingSourceError, match=r"news folder .*forex does not exist"):
+        FileDropNewsSource(tmp_path).documents("forex")
+    (tmp_path / "news" / "forex").mkdir(parents=True)
     assert FileDropNewsSource(tmp_path).listing("forex") == []
 
 
