@@ -13,7 +13,7 @@ import asyncio
 import polars as pl
 import pytest
 
-from api.cache import VersionCache, cache_for
+from api.cache import Encoded, VersionCache, cache_for
 from api.errors import DependencyUnavailable
 from api.routes.common import INSTRUMENT_INDEX, instrument_index, prepare_snapshot
 from api.settings import ApiSettings
@@ -116,3 +116,31 @@ def test_a_version_without_instruments_is_served_and_its_routes_say_so(
     with pytest.raises(DependencyUnavailable, match="instruments data is not available yet"):
         asyncio.run(instrument_index(snapshot))
     reader.close()
+
+
+def test_encoded_responses_are_bounded_in_bytes_least_recently_used_first() -> None:
+    """decisions.md via issue 48: a version's cache is bounded in bytes (a count let 4,096 bodies
+    of half a megabyte, or keys of 64 KB, take a worker's memory)."""
+    cache = VersionCache(response_bytes=10_000, hit_bytes=1_000)
+    body = b"x" * 3_000
+    for n in range(5):
+        cache.put(("route", n), Encoded(body, f'"v1-{n}"'))
+        cache.get(("route", 0))  # kept in use: the others are dropped first
+    assert cache.held_bytes <= 10_000 + 1_000
+    assert cache.get(("route", 0)) is not None
+    assert cache.get(("route", 1)) is None
+    assert cache.get(("route", 4)) is not None
+    cache.put(("huge",), Encoded(b"y" * 20_000, '"v1-h"'))  # larger than the whole cache
+    assert cache.get(("huge",)) is None
+
+
+def test_raw_requests_are_remembered_within_their_bytes_and_long_ones_never() -> None:
+    cache = VersionCache(response_bytes=100_000, hit_bytes=2_000)
+    cache.put(("k",), Encoded(b"{}", '"v1-k"'))
+    long = ("handler", "/api/v2/x", b"q" * 5_000)
+    cache.remember(long, ("k",))
+    assert cache.hit(long) is None
+    for n in range(100):
+        cache.remember(("handler", f"/p/{n}", b""), ("k",))
+    assert cache.held_bytes <= 100_000 + 2_000
+    assert cache.hit(("handler", "/p/99", b"")) is not None
