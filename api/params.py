@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from litestar.openapi.spec import OpenAPIType
@@ -33,6 +33,22 @@ _DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 """A number parameter: a plain decimal (no exponent, no `nan` or `inf`)."""
 _INT64_DIGITS = 19
 _LONGEST_SHOWN = 40
+
+
+SECONDS = range(10**9, 10**10)
+"""docs/clients.md, Parameters: an epoch-milliseconds value that can only be meant as epoch seconds.
+As seconds these are every instant from 2001-09-09 to 2286-11-20; as milliseconds they are
+1970-01-12 to 1970-04-26: reading them as milliseconds would serve the whole history for a `from`
+in seconds, silently, so a 422 names the unit. The cost: a bound cannot sit inside those 105 days
+of 1970 (a range around them still can: `from` before, `to` after)."""
+
+
+def seconds_message(value: int) -> str:
+    """What a value in `SECONDS` was probably meant as, and how to send it."""
+    meant = datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        f"is in epoch milliseconds; {value} reads as epoch seconds ({meant}): send {value * 1000}"
+    )
 
 
 def int64(name: str, value: int) -> int:
@@ -135,6 +151,8 @@ class Bounds(Generic[Default]):
     """False: a value below `low` is a 422 (get-price-history's `limit`), not raised to it."""
     meaning: str = ""
     """What the value is, for the OpenAPI document (the bounds are added to it)."""
+    epoch_ms: bool = False
+    """An instant in epoch milliseconds: a value that can only be seconds is a 422 (`SECONDS`)."""
 
     def clamp(self, value: int) -> int:
         return clamp(value, self.low, self.high)
@@ -144,6 +162,8 @@ class Bounds(Generic[Default]):
         clamped), else clamped."""
         if int64(self.name, value) < self.low and not self.clamped:
             raise InvalidParameter(self.name, f"must be at least {self.low}")
+        if self.epoch_ms and value in SECONDS:
+            raise InvalidParameter(self.name, seconds_message(value))
         return self.clamp(value)
 
     def value_of(self, value: int | None) -> int | Default:
@@ -178,7 +198,13 @@ class Bounds(Generic[Default]):
             rule = f"values below {self.low} are raised to it"
         else:
             rule = f"clamped to {self.low}..{self.high} (values outside are served as the nearest bound)"
-        return "; ".join(part for part in (self.meaning, rule, written) if part)
+        unit = (
+            f"a value from {SECONDS.start:,} to {SECONDS.stop - 1:,} reads as epoch seconds and "
+            "answers 422"
+            if self.epoch_ms
+            else ""
+        )
+        return "; ".join(part for part in (self.meaning, rule, unit, written) if part)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +258,8 @@ SENTIMENT_LIMIT = Bounds("limit", default=30, low=1, high=3650, meaning="most da
 LEGACY_SENTIMENT_DAYS = Bounds("days", default=30, low=1, high=3650, source="path", meaning="days up to the newest stored day")  # fmt: skip
 PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1, clamped=False, meaning="only the most recent N points (of the range, when `from` or `to` narrows it)")  # fmt: skip
 """No default: without `limit` get-price-history answers every point (a value below 1 is a 422)."""
-PRICES_FROM = Bounds("from", default=None, low=INT64_MIN, clamped=False, meaning="the first instant, in epoch milliseconds, inclusive")  # fmt: skip
-PRICES_TO = Bounds("to", default=None, low=INT64_MIN, clamped=False, meaning="the last instant, in epoch milliseconds, inclusive")  # fmt: skip
+PRICES_FROM = Bounds("from", default=None, low=INT64_MIN, clamped=False, meaning="the first instant, in epoch milliseconds, inclusive", epoch_ms=True)  # fmt: skip
+PRICES_TO = Bounds("to", default=None, low=INT64_MIN, clamped=False, meaning="the last instant, in epoch milliseconds, inclusive", epoch_ms=True)  # fmt: skip
 INDICATOR_PERIOD = Bounds("period", default=30, low=2, high=365, meaning="the analysis window in days")  # fmt: skip
 BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20, meaning="the backtest window in years")  # fmt: skip
 BACKTEST_TRADES_LIMIT = Bounds("limit", default=50, low=1, high=1000, meaning="most trades returned")  # fmt: skip

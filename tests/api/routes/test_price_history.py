@@ -103,6 +103,30 @@ def test_bad_parameters_are_a_422_naming_the_parameter(
     assert f"'{parameter}'" in response.json()["error"]
 
 
+@pytest.mark.parametrize(
+    ("query", "parameter", "meant"),
+    [
+        ("from=1700000000", "from", "send 1700000000000"),
+        ("to=1000000000", "to", "send 1000000000000"),
+        ("from=0&to=9999999999", "to", "(2286-11-20T17:46:39Z)"),
+    ],
+)
+def test_an_instant_that_can_only_be_seconds_is_a_422_naming_the_unit(
+    api: Client, query: str, parameter: str, meant: str
+) -> None:
+    """docs/clients.md: `from=1700000000` is seconds, never silently the whole history in 1970."""
+    response = api.get(f"{URL}?{query}")
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error.startswith(f"Invalid parameter '{parameter}': is in epoch milliseconds;")
+    assert meant in error
+
+
+@pytest.mark.parametrize("query", ["from=0", "from=999999999", f"to={10**10}", "from=-1700000000"])
+def test_values_outside_the_seconds_window_are_milliseconds(api: Client, query: str) -> None:
+    assert api.get(f"{URL}?{query}").status_code == 200
+
+
 def test_a_symbol_of_another_market_is_a_404(api: Client) -> None:
     assert api.get(URL.replace("BTC", "EURUSD")).status_code == 404
     assert api.get(URL.replace("crypto", "forex").replace("BTC", "EURUSD")).json() == {
