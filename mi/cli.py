@@ -12,6 +12,8 @@ import click
 
 from api.heap import collection_paused
 from mi.commands import COMMANDS
+from mi.errors import Failure, Refusal
+from pipelines.config_files import ConfigurationError
 
 
 class LazyGroup(click.Group):
@@ -39,6 +41,22 @@ class LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        """The subcommand, its refusals as one line each: click's usage errors without the usage
+        block, a command's own errors and a bad configuration (an `MI_*` variable, a file) with
+        exit status 2."""
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as error:
+            where = error.ctx.command_path if error.ctx else "mi"
+            raise Refusal(f"{error.format_message()} (see '{where} --help')") from None
+        except (Refusal, Failure):
+            raise
+        except click.ClickException as error:
+            raise Refusal(error.format_message()) from None
+        except ConfigurationError as error:
+            raise Refusal(str(error)) from None
 
 
 @click.group(

@@ -11,18 +11,25 @@ from typing import Any
 import msgspec
 
 
-class ConfigFileError(ValueError):
+class ConfigurationError(ValueError):
+    """The operator's configuration (a file, an `MI_*` variable) is not what it must be: a
+    command answers it with one line naming the setting, never a traceback."""
+
+
+class ConfigFileError(ConfigurationError):
     """A configuration file that cannot be read, or whose contents are not what it must hold."""
 
 
 def read_toml(path: Path, error: type[ConfigFileError] = ConfigFileError) -> dict[str, Any]:
-    """The parsed file (`error`, a domain's own ConfigFileError, naming the file when it is not
-    TOML)."""
+    """The parsed file (`error`, a domain's own ConfigFileError, naming the file when it cannot
+    be read or is not TOML)."""
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as failure:
         raise error(f"{path}: {failure}") from failure
+    except OSError as failure:
+        raise error(f"{path}: cannot be read ({failure.strerror or failure})") from None
 
 
 def decode(

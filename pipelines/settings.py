@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
+from typing import TypeVar
 
 from pipelines.catalog.storage import LocalStorage, S3Location, open_storage
+from pipelines.config_files import ConfigurationError
 from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
 
+T = TypeVar("T")
 DEFAULT_SEED = 20_260_101
 EXECUTORS = ("threads", "in_process", "multiprocess", "celery", "k8s")
 """Dagster executors a run can use (`MI_EXECUTOR`), the first the default; k8s needs dagster-k8s,
@@ -19,6 +22,10 @@ CELERY_BROKER_URL = "pyamqp://guest:guest@127.0.0.1:5672//"
 """RabbitMQ on this machine, as every machine of the project runs it."""
 CELERY_BACKEND_URL = "redis://127.0.0.1:6379/14"
 """Step results in Redis: they outlive a broker restart (RabbitMQ's `rpc://` replies would not)."""
+
+
+class SettingsError(ConfigurationError):
+    """An `MI_*` variable whose value the pipeline cannot use (its message names the variable)."""
 
 
 @dataclass(frozen=True)
@@ -95,30 +102,55 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
     `MI_SHARD_SYMBOLS`, `MI_NEWS_CADENCE_MINUTES`, `MI_CELERY_BROKER_URL`, `MI_CELERY_BACKEND_URL`
     (all optional)."""
     env = os.environ if env is None else env
-    end = env.get("MI_END_DATE")
-    sources = env.get("MI_SOURCES")
     executor = env.get("MI_EXECUTOR") or EXECUTORS[0]
     if executor not in EXECUTORS:
-        raise ValueError(f"MI_EXECUTOR: {executor!r} is not one of {list(EXECUTORS)}")
-    cadence = int(env.get("MI_NEWS_CADENCE_MINUTES") or 15)
+        raise SettingsError(f"MI_EXECUTOR: {executor!r} is not one of {list(EXECUTORS)}")
+    cadence = _read(env, "MI_NEWS_CADENCE_MINUTES", int, "a whole number of minutes")
+    cadence = 15 if cadence is None else cadence
     if cadence < 1 or 60 % cadence:
-        raise ValueError(f"MI_NEWS_CADENCE_MINUTES: {cadence} does not divide an hour")
+        raise SettingsError(f"MI_NEWS_CADENCE_MINUTES: {cadence} does not divide an hour")
+    sources = env.get("MI_SOURCES")
+    if sources and not Path(sources).is_file():
+        raise SettingsError(
+            f"MI_SOURCES: {sources!r} is not a file (unset it for the embedded market)"
+        )
+    seed = _read(env, "MI_SEED", int, "a whole number")
     return PipelineSettings(
         data_dir=Path(env.get("MI_DATA_DIR", "data")).resolve(),
         sources_config=Path(sources).resolve() if sources else None,
-        seed=int(env.get("MI_SEED", DEFAULT_SEED)),
-        end_date=date.fromisoformat(end) if end else None,
-        instruments=int(env["MI_INSTRUMENTS"]) if env.get("MI_INSTRUMENTS") else None,
+        seed=DEFAULT_SEED if seed is None else seed,
+        end_date=_read(env, "MI_END_DATE", date.fromisoformat, "a day (YYYY-MM-DD)"),
+        instruments=_read(env, "MI_INSTRUMENTS", _positive, "a positive whole number"),
         dagster_postgres_url=env.get("MI_DAGSTER_POSTGRES_URL") or None,
         executor=executor,
         warehouse_url=env.get("MI_WAREHOUSE_URL") or None,
         s3_endpoint_url=env.get("MI_S3_ENDPOINT_URL") or None,
-        now=_instant(env["MI_NOW"]) if env.get("MI_NOW") else None,
-        shard_symbols=int(env.get("MI_SHARD_SYMBOLS") or DEFAULT_SHARD_SYMBOLS),
+        now=_read(env, "MI_NOW", _instant, "an ISO 8601 instant (2026-03-02T14:00:00Z)"),
+        shard_symbols=_read(env, "MI_SHARD_SYMBOLS", _positive, "a positive whole number")
+        or DEFAULT_SHARD_SYMBOLS,
         news_cadence_minutes=cadence,
         celery_broker_url=env.get("MI_CELERY_BROKER_URL") or CELERY_BROKER_URL,
         celery_backend_url=env.get("MI_CELERY_BACKEND_URL") or CELERY_BACKEND_URL,
     )
+
+
+def _read(env: Mapping[str, str], name: str, parse: Callable[[str], T], what: str) -> T | None:
+    """The variable parsed, None when unset or empty; a SettingsError naming it and what it must
+    be when it cannot be parsed."""
+    text = env.get(name)
+    if not text:
+        return None
+    try:
+        return parse(text)
+    except ValueError:
+        raise SettingsError(f"{name}: {text!r} is not {what}") from None
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def _instant(text: str) -> datetime:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -487,8 +487,13 @@ def materialize(
             "run in the run's Dagster instance, which SQLite files cannot share across hosts"
         )
     target = day.date() if day else settings.resolved_end_date()
-    if since is not None and since.date() > target:
-        raise click.BadParameter(f"{since.date()} is after the day {target}", param_hint="--since")
+    _refuse_outside_runs(target, "--day" if day else "MI_END_DATE")
+    if since is not None:
+        _refuse_outside_runs(since.date(), "--since")
+        if since.date() > target:
+            raise click.BadParameter(
+                f"{since.date()} is after the day {target}", param_hint="--since"
+            )
     checks, failed = CheckTally(), list[str]()
     by_executor = module if settings.executor not in IN_THIS_PROCESS else None
     try:
@@ -504,6 +509,20 @@ def materialize(
         click.echo(space_line("mi materialize", settings.data_dir), err=True)
     if failed or checks.failed:
         sys.exit(1)
+
+
+def _refuse_outside_runs(day: date, source: str) -> None:
+    """A day the daily job has no partition for (before its first, or after today UTC) is bad
+    input, named with where it came from."""
+    from pipelines.partitions import DAILY_START
+
+    first, today = date.fromisoformat(DAILY_START), datetime.now(UTC).date()
+    if day < first:
+        raise click.BadParameter(
+            f"{day} is before {first}, the first day a run can bring in", param_hint=source
+        )
+    if day > today:
+        raise click.BadParameter(f"{day} is after today ({today}, UTC)", param_hint=source)
 
 
 def _run_all(

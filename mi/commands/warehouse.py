@@ -6,11 +6,16 @@ import click
 import duckdb
 import polars as pl
 
+from mi.errors import Failure
 from pipelines.catalog import TABLES, S3Location
 from pipelines.catalog.sql import duckdb_type
 from pipelines.settings import load_settings
 from pipelines.warehouse import views
 from pipelines.warehouse.store import Warehouse
+
+
+class NoWarehouseError(LookupError):
+    """The configured warehouse has no manifest: nothing was ever materialized there."""
 
 
 def describe_tables() -> str:
@@ -40,9 +45,15 @@ def query(sql: str) -> pl.DataFrame:
     """Run `sql` on a read-only connection, after bringing the views up to the current manifest."""
     settings = load_settings()
     storage = settings.warehouse
+    manifest = storage.read_manifest()
+    if manifest is None:  # nothing materialized here: say so, and create nothing
+        raise NoWarehouseError(
+            f"no warehouse at {storage.url}: run `mi materialize` first, or set MI_DATA_DIR "
+            "(or MI_WAREHOUSE_URL) to where one is"
+        )
     if isinstance(storage, S3Location):  # object storage: in-memory views over its objects
         with duckdb.connect(":memory:") as con:
-            views.apply_object_views(con, storage, storage.read_manifest())
+            views.apply_object_views(con, storage, manifest)
             relation = con.sql(sql)
             return relation.pl() if relation is not None else pl.DataFrame()
     warehouse = Warehouse(settings.warehouse_dir, settings.duckdb_path)
@@ -75,6 +86,8 @@ def sql(sql: str | None, output: str, max_rows: int, tables: bool) -> None:
         raise click.UsageError("give a query, or --tables to list the tables")
     try:
         frame = query(sql)
-    except (duckdb.Error, views.ViewsLockedError) as error:
+    except (duckdb.Error, NoWarehouseError) as error:
         raise click.ClickException(str(error)) from error
+    except views.ViewsLockedError as error:
+        raise Failure(str(error)) from error
     click.echo(render(frame, output, max_rows))

@@ -114,7 +114,7 @@ def test_a_key_from_mi_keys_create_is_metered_by_the_real_server(
 def test_mi_serve_refuses_a_bad_metering_config_once_before_starting(
     tmp_path: Path, content: str
 ) -> None:
-    """A bad `MI_METERING_CONFIG` is one clear error from `mi serve` itself (exit 1, no
+    """A bad `MI_METERING_CONFIG` is one clear error from `mi serve` itself (exit 2, no
     traceback), before any worker starts, not a failure repeated in every worker."""
     config = tmp_path / "metering.toml"
     config.write_text(content)
@@ -128,7 +128,7 @@ def test_mi_serve_refuses_a_bad_metering_config_once_before_starting(
         timeout=60,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "Error: metering configuration:" in done.stderr
     assert "Traceback" not in done.stderr
     assert "Serving the Market Intelligence API" not in done.stdout

@@ -38,7 +38,7 @@ def test_without_out_the_file_is_named_for_symbol_and_market(
 @pytest.mark.parametrize(
     ("args", "code", "says"),
     [
-        (("NOPE",), 1, "NOPE is not an instrument of the crypto market"),
+        (("NOPE",), 2, "NOPE is not an instrument of the crypto market"),
         (("BTC", "--out", "btc.pdf"), 2, "--out must end in .png or .svg"),
         (("BTC", "--market", "bonds"), 2, "'bonds' is not one of"),
         (("BTC", "--period", "1"), 2, "--period"),
@@ -55,5 +55,5 @@ def test_errors_exit_with_their_message(
 
 def test_before_the_first_materialization_it_says_to_materialize(tmp_path: Path) -> None:
     done = mi_chart(tmp_path / "data", tmp_path, "BTC")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "mi materialize" in done.stderr

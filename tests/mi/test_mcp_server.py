@@ -138,12 +138,12 @@ def test_an_api_error_is_a_tool_error_the_agent_can_act_on(served_api: ServedApi
     assert balance["tokens"]["remaining"] == 2998
 
 
-def test_mi_mcp_without_a_key_exits_1_naming_the_variable(served_api: ServedApi) -> None:
+def test_mi_mcp_without_a_key_exits_2_naming_the_variable(served_api: ServedApi) -> None:
     env = {name: value for name, value in served_api.env.items() if name != "MI_API_KEY"}
     done = subprocess.run(
         [MI, "mcp"], env=env, capture_output=True, text=True, timeout=60, check=False
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "MI_API_KEY" in done.stderr
 
 

@@ -44,21 +44,31 @@ def test_json_format_prints_one_object_per_row(data_dir: Path) -> None:
     assert json.loads(result.output)[0] == {"market": "crypto", "symbol": "BTC"}
 
 
-def test_every_table_is_queryable_before_anything_is_written(tmp_path: Path) -> None:
-    result = _sql(tmp_path, "--format", "csv", "select count(*) as n from daily_prices")
+def test_every_table_is_queryable_once_anything_is_written(data_dir: Path) -> None:
+    result = _sql(data_dir, "--format", "csv", "select count(*) as n from daily_prices")
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["n", "0"]
 
 
+def test_without_a_warehouse_it_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    result = _sql(tmp_path / "data", "select count(*) from daily_prices")
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"Error: no warehouse at {tmp_path / 'data' / 'warehouse'}: run `mi materialize` first, "
+        "or set MI_DATA_DIR (or MI_WAREHOUSE_URL) to where one is"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_connection_is_read_only(data_dir: Path) -> None:
     result = _sql(data_dir, "create table t as select 1")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "read-only" in result.output
 
 
 def test_a_bad_query_is_an_error_message_not_a_traceback(data_dir: Path) -> None:
     result = _sql(data_dir, "select * from nowhere")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "nowhere" in result.output
     assert "Traceback" not in result.output
 

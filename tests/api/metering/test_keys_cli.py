@@ -107,12 +107,12 @@ def test_topup_of_an_unknown_key_fails(mi: CliRunner) -> None:
 def test_an_unreadable_configuration_is_a_clear_error(
     store_url: str, tmp_path: Path, content: str | None
 ) -> None:
-    """A missing, malformed or invalid MI_METERING_CONFIG: exit 1 naming it, no traceback."""
+    """A missing, malformed or invalid MI_METERING_CONFIG: exit 2 naming it, no traceback."""
     path = tmp_path / "metering.toml"
     if content is not None:
         path.write_text(content)
     runner = CliRunner(env={"MI_METERING_URL": store_url, "MI_METERING_CONFIG": str(path)})
     result = runner.invoke(main, ["keys", "create", "--plan", "sandbox"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.startswith("Error: metering configuration:")
     assert "Traceback" not in result.output
