@@ -17,6 +17,7 @@ from market_intelligence import (
     ApiError,
     AsyncClient,
     Market,
+    MarketIntelligenceError,
     RateLimited,
     Resource,
     Strategy,
@@ -79,6 +80,8 @@ class MarketTools:
             resource = await pending
         except ApiError as failure:
             raise ToolError(_advice(failure)) from failure
+        except MarketIntelligenceError as failure:  # the API unreachable: its URL, what to check
+            raise ToolError(str(failure)) from failure
         balance = self.client.balance
         return {
             "data": msgspec.to_builtins(resource),
@@ -304,6 +307,12 @@ def _advice(failure: ApiError) -> str:
     said = f"{type(failure).__name__} ({failure.status_code}): {failure.message}"
     if isinstance(failure, TokenLimit):
         return f"{said}. The {failure.limit_type} token budget is spent; more at {failure.upgrade_url}."
+    if isinstance(failure, Unauthorized):
+        return (
+            f"{said}. The API does not accept the API key this MCP server calls it with "
+            f"({API_KEY_ENV} of `mi mcp`): set it to a valid key (`mi keys create --plan ...`) "
+            "and restart the server."
+        )
     if isinstance(failure, RateLimited) and failure.retry_after is not None:
         return f"{said}. Retry after {failure.retry_after:.0f} seconds."
     if failure.status_code == 404:

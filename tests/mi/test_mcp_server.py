@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import time
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,7 +15,7 @@ import msgspec
 import pytest
 from market_intelligence import Client as ApiClient
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from api.metering.config import load_config
@@ -136,6 +137,43 @@ def test_an_api_error_is_a_tool_error_the_agent_can_act_on(served_api: ServedApi
     assert balance["data"] == {"text": "pong"}
     # The 404 cost its 1 token net, the balance call 1: the key paid for both, as any client.
     assert balance["tokens"]["remaining"] == 2998
+
+
+def call_tool_on_stdio(env: dict[str, str], tool: str, errlog: Path) -> tuple[bool, str]:
+    """One tool call of `mi mcp` on stdio; the server's stderr kept in `errlog`."""
+
+    async def call() -> tuple[bool, str]:
+        with errlog.open("w") as log:
+            params = StdioServerParameters(command=MI, args=["mcp"], env=env)
+            async with Client(stdio_client(params, errlog=log)) as agent:
+                result = await agent.call_tool(tool, {"market": "crypto"})
+                return bool(result.is_error), result.content[0].text  # type: ignore[union-attr]
+
+    return asyncio.run(call())
+
+
+def test_with_the_api_down_a_tool_says_where_it_looked_and_logs_no_traceback(
+    served_api: ServedApi, tmp_path: Path
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    env = {**served_api.env, "MI_API_KEY": served_api.new_key("sandbox"), "MI_API_URL": down}
+    is_error, text = call_tool_on_stdio(env, "list_instruments", tmp_path / "stderr")
+    assert is_error
+    assert f"cannot reach the Market Intelligence API at {down}" in text
+    assert "`mi serve`" in text
+    assert "Traceback" not in (tmp_path / "stderr").read_text()
+
+
+def test_a_refused_key_is_a_tool_error_naming_the_key(
+    served_api: ServedApi, tmp_path: Path
+) -> None:
+    env = {**served_api.env, "MI_API_KEY": "mi_live_notakeyatall00", "MI_API_URL": served_api.base}
+    is_error, text = call_tool_on_stdio(env, "list_instruments", tmp_path / "stderr")
+    assert is_error
+    assert "Unauthorized (401)" in text
+    assert "does not accept the API key" in text
+    assert "MI_API_KEY" in text
+    assert "Traceback" not in (tmp_path / "stderr").read_text()
 
 
 def test_mi_mcp_without_a_key_exits_2_naming_the_variable(served_api: ServedApi) -> None:

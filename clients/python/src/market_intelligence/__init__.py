@@ -3,9 +3,12 @@
 from market_intelligence.client import AsyncClient, Client
 from market_intelligence.errors import (
     ApiError,
+    ApiUnreachable,
     BadRequest,
     InvalidParameter,
+    MarketIntelligenceError,
     MarketNotAvailable,
+    MissingApiKey,
     NotFound,
     PaymentRequired,
     RateLimited,
@@ -56,6 +59,7 @@ from market_intelligence.models import (
 __all__ = [
     "Action",
     "ApiError",
+    "ApiUnreachable",
     "AsyncClient",
     "BacktestSummary",
     "BadRequest",
@@ -75,8 +79,10 @@ __all__ = [
     "LegacySentiment",
     "LegacyTrends",
     "Market",
+    "MarketIntelligenceError",
     "MarketNotAvailable",
     "MarketSummary",
+    "MissingApiKey",
     "NotFound",
     "PaymentRequired",
     "Ping",

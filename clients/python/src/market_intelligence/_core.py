@@ -13,7 +13,14 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from market_intelligence.errors import RETRYABLE, ApiError, error_for, parse_retry_after
+from market_intelligence.errors import (
+    RETRYABLE,
+    ApiError,
+    ApiUnreachable,
+    MissingApiKey,
+    error_for,
+    parse_retry_after,
+)
 from market_intelligence.models import Balance, Resource
 from market_intelligence.routes import Call, Download
 
@@ -107,9 +114,13 @@ class Core:
         return self.base_url + call.path
 
     def headers(self, call: Call[R]) -> dict[str, str]:
+        """The request's headers; MissingApiKey, before anything is sent, for a metered route
+        without a key."""
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        elif not call.public:
+            raise MissingApiKey()
         cached = self.cache.get(call.key)
         if cached is not None:
             headers["If-None-Match"] = cached.etag
@@ -137,24 +148,41 @@ class Core:
 
     def file_headers(self) -> dict[str, str]:
         """A bulk export's headers: the key, no If-None-Match (files are not kept in memory)."""
-        headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        return headers
+        if not self.api_key:
+            raise MissingApiKey()
+        return {
+            "User-Agent": USER_AGENT,
+            "Accept": "*/*",
+            "Authorization": f"Bearer {self.api_key}",
+        }
 
-    def file_target(self, response: httpx.Response, destination: Path) -> Path:
-        """Where a bulk export's 200 goes (a directory: the server's file name in it); a failure's
-        typed error raised (its body already read). Remembers the balance headers."""
+    def unreachable(self, failure: httpx.TransportError) -> ApiUnreachable:
+        """httpx's failure to get an answer as the error naming the URL and what to check."""
+        if isinstance(failure, httpx.TimeoutException):
+            reason = f"no answer within the timeout: {type(failure).__name__}"
+        else:
+            reason = str(failure) or type(failure).__name__
+        return ApiUnreachable(self.base_url, reason)
+
+    def file_target(self, response: httpx.Response, destination: str | os.PathLike[str]) -> Path:
+        """Where a bulk export's 200 goes; a failure's typed error raised (its body already read).
+        Remembers the balance headers.
+
+        A destination that is a folder, or ends in a path separator (`"exports/"`), is a folder:
+        created if missing, the file saved in it under the server's file name. Any other is
+        the file's path."""
         self.balance = balance_of(response.headers) or self.balance
         self.revalidated = False
         if response.status_code != httpx.codes.OK:
             raise self.error(response)
-        if not destination.is_dir():
-            return destination
+        text, path = os.fspath(destination), Path(destination)
+        if not (text.endswith(("/", os.sep)) or path.is_dir()):
+            return path
+        path.mkdir(parents=True, exist_ok=True)
         named = _FILENAME.search(response.headers.get("content-disposition", ""))
         if named is None:
             raise ValueError("the response names no file: give a file path, not a directory")
-        return destination / named.group(1)
+        return path / named.group(1)
 
     def decode(self, call: Call[R], body: bytes) -> R:
         decoder = self._decoders.get(call.answer)

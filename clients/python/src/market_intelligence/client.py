@@ -142,9 +142,11 @@ class Client(_Settings):
         )
         for attempt in retrying:
             with attempt:
-                response = self._http.get(
-                    core.url(call), params=call.query, headers=core.headers(call)
-                )
+                headers = core.headers(call)
+                try:
+                    response = self._http.get(core.url(call), params=call.query, headers=headers)
+                except httpx.TransportError as failure:
+                    raise core.unreachable(failure) from failure
                 return core.outcome(call, response)
         raise AssertionError("unreachable: stamina re-raises the last failure")
 
@@ -342,19 +344,22 @@ class Client(_Settings):
         )
         for attempt in retrying:
             with attempt:
-                return self._download(download, Path(destination))
+                return self._download(download, destination)
         raise AssertionError("unreachable: stamina re-raises the last failure")
 
-    def _download(self, download: Download, destination: Path) -> Path:
+    def _download(self, download: Download, destination: str | os.PathLike[str]) -> Path:
         core = self._core
         url, headers = core.file_url(download), core.file_headers()
-        with self._http.stream("GET", url, params=download.query, headers=headers) as response:
-            if response.status_code != httpx.codes.OK:
-                response.read()
-            target = core.file_target(response, destination)
-            with _part(target).open("wb") as out:
-                for chunk in response.iter_bytes():
-                    out.write(chunk)
+        try:
+            with self._http.stream("GET", url, params=download.query, headers=headers) as answer:
+                if answer.status_code != httpx.codes.OK:
+                    answer.read()
+                target = core.file_target(answer, destination)
+                with _part(target).open("wb") as out:
+                    for chunk in answer.iter_bytes():
+                        out.write(chunk)
+        except httpx.TransportError as failure:
+            raise core.unreachable(failure) from failure
         return _part(target).replace(target)
 
 
@@ -398,9 +403,13 @@ class AsyncClient(_Settings):
         )
         async for attempt in retrying:
             with attempt:
-                response = await self._http.get(
-                    core.url(call), params=call.query, headers=core.headers(call)
-                )
+                headers = core.headers(call)
+                try:
+                    response = await self._http.get(
+                        core.url(call), params=call.query, headers=headers
+                    )
+                except httpx.TransportError as failure:
+                    raise core.unreachable(failure) from failure
                 return core.outcome(call, response)
         raise AssertionError("unreachable: stamina re-raises the last failure")
 
@@ -594,21 +603,24 @@ class AsyncClient(_Settings):
         )
         async for attempt in retrying:
             with attempt:
-                return await self._download(download, Path(destination))
+                return await self._download(download, destination)
         raise AssertionError("unreachable: stamina re-raises the last failure")
 
-    async def _download(self, download: Download, destination: Path) -> Path:
+    async def _download(self, download: Download, destination: str | os.PathLike[str]) -> Path:
         core = self._core
         url, headers = core.file_url(download), core.file_headers()
-        async with self._http.stream(
-            "GET", url, params=download.query, headers=headers
-        ) as response:
-            if response.status_code != httpx.codes.OK:
-                await response.aread()
-            target = core.file_target(response, destination)
-            with _part(target).open("wb") as out:  # local disk: small blocking writes
-                async for chunk in response.aiter_bytes():
-                    out.write(chunk)
+        try:
+            async with self._http.stream(
+                "GET", url, params=download.query, headers=headers
+            ) as answer:
+                if answer.status_code != httpx.codes.OK:
+                    await answer.aread()
+                target = core.file_target(answer, destination)
+                with _part(target).open("wb") as out:  # local disk: small blocking writes
+                    async for chunk in answer.aiter_bytes():
+                        out.write(chunk)
+        except httpx.TransportError as failure:
+            raise core.unreachable(failure) from failure
         return _part(target).replace(target)
 
 

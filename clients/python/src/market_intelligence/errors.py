@@ -11,7 +11,37 @@ from typing import Any, ClassVar
 from market_intelligence.models import Balance
 
 
-class ApiError(Exception):
+class MarketIntelligenceError(Exception):
+    """Every error this client raises: an answer of the API (`ApiError`), an API it cannot reach
+    (`ApiUnreachable`), or a call it will not send (`MissingApiKey`)."""
+
+
+class ApiUnreachable(MarketIntelligenceError, ConnectionError):
+    """No answer from the API: nothing listens at `base_url`, its name does not resolve, or it did
+    not answer within the client's `timeout`. Nothing was charged. The message names the URL and
+    what to check; `__cause__` is httpx's error."""
+
+    def __init__(self, base_url: str, reason: str) -> None:
+        super().__init__(
+            f"cannot reach the Market Intelligence API at {base_url} ({reason}): check that it "
+            "is running (`mi serve`) and that base_url, or MI_API_URL, points at it"
+        )
+        self.base_url = base_url
+        self.reason = reason
+
+
+class MissingApiKey(MarketIntelligenceError, ValueError):
+    """A metered route called without an API key: the request is not sent (it could only answer
+    401). Pass `api_key=` or set MI_API_KEY."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no API key: pass api_key=... or set MI_API_KEY (an operator creates one with "
+            "`mi keys create --plan sandbox`)"
+        )
+
+
+class ApiError(MarketIntelligenceError):
     """An answer of the API other than 200 or 304.
 
     `message` is the body's `error` (controller-level failures) or `message` (pipeline-level ones);
@@ -47,9 +77,16 @@ class BadRequest(ApiError):
 
 
 class Unauthorized(ApiError):
-    """401: a missing, malformed or unknown API key. Not charged."""
+    """401: a missing, malformed or unknown API key. Not charged. Its `str` says that the key is
+    the problem; `message` is the server's own word."""
 
     status = 401
+
+    def __str__(self) -> str:
+        return (
+            f"401: {self.message}: the API does not accept this API key (a typo, a revoked key, "
+            "or a key of another deployment); check api_key or MI_API_KEY"
+        )
 
 
 class TokenLimit(Unauthorized):
@@ -64,6 +101,9 @@ class TokenLimit(Unauthorized):
         self.error_code: str = str(self.body.get("error_code", ""))
         self.limit_type: str = str(self.body.get("limit_type", ""))
         self.upgrade_url: str = str(self.body.get("upgrade_url", ""))
+
+    def __str__(self) -> str:  # the key is good: the server's message says which budget is spent
+        return Exception.__str__(self)
 
 
 class PaymentRequired(ApiError):

@@ -60,6 +60,8 @@ class Call(Generic[R]):
     path: str
     answer: type[R]
     query: Query = field(default_factory=dict)
+    public: bool = False
+    """Answered without an API key (the status route); every other route needs one."""
 
     @property
     def key(self) -> str:
@@ -104,7 +106,7 @@ def ping() -> Call[Ping]:
 
 
 def status() -> Call[SystemStatus]:
-    return Call("/api/v1/status", SystemStatus)
+    return Call("/api/v1/status", SystemStatus, public=True)
 
 
 # -- instruments
