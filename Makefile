@@ -13,7 +13,7 @@ PORT ?= 8000
 # Never let uv download an interpreter: the project uses the machine's Python 3.11+.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test lint typecheck fmt materialize serve dagster bench clean
+.PHONY: help install run test lint typecheck fmt materialize serve dagster bench clean browser
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 14
@@ -73,7 +73,13 @@ fmt: install ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint typecheck ## lint, type-check and run the whole test suite
+# The docs page's test opens /schema in a real browser: Debian's Chromium, installed once.
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq chromium >/dev/null; } || \
+		{ echo "Chromium is missing and cannot be installed (apt-get install chromium)"; exit 1; }
+
+test: lint typecheck browser ## lint, type-check and run the whole test suite
 	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: install ## run the benchmarks, print their table, write data/bench/*.json (BENCH_ARGS="--only api")

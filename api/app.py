@@ -12,10 +12,10 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging import LoggingConfig
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.plugins import InitPluginProtocol
 
 from api.dependencies import SERVING_STATE, Serving, constant, snapshot_provider
+from api.docs_page import assets_router, swagger_page
 from api.errors import EXCEPTION_HANDLERS, schema_not_found_as_json
 from api.health import Health, HealthCheck, MaterializationCheck, WarehouseCheck
 from api.heap import frozen_startup_heap
@@ -61,7 +61,7 @@ def create_app(
         return reader.running()
 
     return Litestar(
-        route_handlers=[SystemController, *V2_CONTROLLERS],
+        route_handlers=[SystemController, *V2_CONTROLLERS, assets_router()],
         dependencies={
             "settings": constant(settings),
             "health": constant(health),
@@ -97,7 +97,7 @@ def _openapi_config(settings: ApiSettings, metering: MeteringConfig | None) -> O
         title="Market Intelligence API",
         version=settings.version,
         description="Read-only market intelligence: prices, indicators, trends, news, backtests.",
-        render_plugins=[ScalarRenderPlugin(), ToolsOpenAPIPlugin(metering)],
+        render_plugins=[swagger_page(), ToolsOpenAPIPlugin(metering)],
         openapi_router=Router(
             "/schema",
             route_handlers=[],

@@ -129,3 +129,24 @@ def relays(address: str, ports: Mapping[int, int]) -> Iterator[None]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()
+
+
+@contextmanager
+def offline() -> Iterator[Host]:
+    """A namespace with nothing but its loopback: what runs in it reaches no other host at all
+    (no internet, no CDN), only what runs in it too. Its `address` and `gateway` are 127.0.0.1.
+
+    Skips the test, saying why, where namespaces cannot be made (not root, no CAP_NET_ADMIN).
+    """
+    host = Host(f"mi-off-{uuid.uuid4().hex[:6]}", "127.0.0.1", "127.0.0.1")
+    try:
+        _ip("netns", "add", host.namespace)
+    except (OSError, subprocess.CalledProcessError) as error:
+        detail = getattr(error, "stderr", "") or str(error)
+        pytest.skip(f"network namespaces cannot be made here: {detail.strip()}")
+    try:
+        _ip("-n", host.namespace, "link", "set", "lo", "up")
+        yield host
+    finally:
+        with suppress(subprocess.CalledProcessError):
+            _ip("netns", "delete", host.namespace)
