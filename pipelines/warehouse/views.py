@@ -23,6 +23,12 @@ META_VIEW = "_warehouse"
 """A one-row view naming the manifest version and warehouse root the views were built from."""
 
 
+STORAGE_VERSION = "v1.4.0"
+"""The format the database file is written in: DuckDB 2.0's own is opened by 2.0 only, and the
+DuckDB CLIs an analyst finds on the registries (duckdb-cli 1.4, 1.5 on PyPI) are older; a file of
+views needs nothing newer. A file in another format is rebuilt in this one at the next refresh."""
+
+
 class ViewsLockedError(RuntimeError):
     """The DuckDB file stayed locked by another process for longer than the timeout."""
 
@@ -80,10 +86,25 @@ def refresh_views(
 ) -> None:
     """Rebuild the views in the database file in one transaction, holding it read-write briefly."""
     duckdb_path.parent.mkdir(parents=True, exist_ok=True)
+    if not duckdb_path.exists():
+        create_views_file(duckdb_path, root, manifest)
+        return
     with _connect(duckdb_path, read_only=False, timeout=timeout) as con:
+        if _storage_version(con) != f"{STORAGE_VERSION}+":
+            con.close()
+            create_views_file(duckdb_path, root, manifest)
+            return
         con.execute("BEGIN TRANSACTION")
         apply_views(con, root, manifest)
         con.execute("COMMIT")
+
+
+def _storage_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute(
+        "SELECT tags['storage_version'] FROM duckdb_databases() "
+        "WHERE database_name = current_database()"
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 def create_views_file(duckdb_path: Path, root: Path, manifest: Manifest | None) -> None:
@@ -93,7 +114,9 @@ def create_views_file(duckdb_path: Path, root: Path, manifest: Manifest | None) 
     scratch = duckdb_path.with_name(f".{duckdb_path.name}.{os.getpid()}.tmp")
     scratch.unlink(missing_ok=True)
     try:
-        with duckdb.connect(str(scratch)) as con:
+        with duckdb.connect(
+            str(scratch), config={"storage_compatibility_version": STORAGE_VERSION}
+        ) as con:
             con.execute("BEGIN TRANSACTION")
             apply_views(con, root, manifest)
             con.execute("COMMIT")

@@ -129,3 +129,51 @@ def test_every_catalog_column_has_a_duckdb_type() -> None:
     for table in TABLES.values():
         for column in table.columns:
             assert duckdb_type(column.dtype), f"{table.name}.{column.name}"
+
+
+DUCKDB_CLI = str(Path(sys.executable).with_name("duckdb"))
+"""The DuckDB CLI an analyst gets from PyPI (`pip install duckdb-cli`, a dev dependency here),
+older than the duckdb package the pipeline writes with."""
+
+
+def _storage_version(path: Path) -> str:
+    with duckdb.connect(str(path), read_only=True) as con:
+        row = con.execute(
+            "SELECT tags['storage_version'] FROM duckdb_databases() "
+            "WHERE database_name = current_database()"
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_the_registrys_duckdb_cli_opens_the_views_file(warehouse: Warehouse) -> None:
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC", "ETH"))
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
+    assert warehouse.duckdb_path is not None
+    done = subprocess.run(
+        [
+            DUCKDB_CLI,
+            "-readonly",
+            "-csv",
+            str(warehouse.duckdb_path),
+            "select symbol from instruments order by 1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["symbol", "BTC", "ETH", "EURUSD"]
+    assert _storage_version(warehouse.duckdb_path) == f"{views.STORAGE_VERSION}+"
+
+
+def test_a_file_in_a_newer_format_is_rebuilt_in_the_readable_one(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    duckdb.connect(str(path)).close()  # what an earlier release wrote: the package's own format
+    assert _storage_version(path) != f"{views.STORAGE_VERSION}+"
+    warehouse = Warehouse(tmp_path / "warehouse", path)
+    warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+    assert _storage_version(path) == f"{views.STORAGE_VERSION}+"
+    with views.connect(path) as con:
+        assert con.sql("select symbol from instruments").fetchall() == [("BTC",)]
