@@ -31,12 +31,14 @@ $(BIN)/.synced: pyproject.toml uv.lock | $(UV)
 # so that no measured or served run pays for it. Redone when a module with kernels changes.
 KERNELS := $(shell grep -rl --include='*.py' '@numba' pipelines)
 $(BIN)/.compiled: $(BIN)/.synced $(KERNELS)
-	@echo "Compiling the pipeline's numba kernels (a tiny embedded market, two days; once)"
-	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	@echo "Compiling the pipeline's numba kernels (a tiny embedded market, two days; once, a few minutes)"
+	@# Each step's end and every 10 s of a long one are shown; the whole log only on a failure.
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && set -o pipefail && \
 	  unset MI_SOURCES MI_WAREHOUSE_URL MI_DAGSTER_POSTGRES_URL MI_EXECUTOR MI_NOW MI_WEBHOOKS && \
 	  export MI_DATA_DIR="$$scratch/data" MI_INSTRUMENTS=8 && \
-	  MI_END_DATE=2026-03-02 $(BIN)/mi materialize > "$$scratch/log" 2>&1 && \
-	  MI_END_DATE=2026-03-03 $(BIN)/mi materialize --job daily >> "$$scratch/log" 2>&1 || \
+	  { MI_END_DATE=2026-03-02 $(BIN)/mi materialize && \
+	    MI_END_DATE=2026-03-03 $(BIN)/mi materialize --job daily; } 2>&1 | tee "$$scratch/log" | \
+	  { grep --line-buffered -E '^\[[a-z]+\] [a-z_]+ done in|still running' || true; } || \
 	  { tail -n 40 "$$scratch/log"; exit 1; }
 	@touch $@
 

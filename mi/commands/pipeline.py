@@ -9,8 +9,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -33,6 +33,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODULE = "pipelines.definitions"
 IN_THIS_PROCESS = ("threads", "in_process")
 """Executors whose steps run in the `mi materialize` process, printed as they go."""
+HEARTBEAT_SECONDS = 10.0
+"""A running step that has printed nothing for this long gets a line saying it still runs."""
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 """Dagster's own console logger is silenced: the progress lines below say what matters."""
 
@@ -57,6 +59,8 @@ class Progress:
     _started: dict[str, float] = field(default_factory=dict)
     _domain_seconds: dict[str, float] = field(default_factory=dict)
     _rows: dict[str, list[str]] = field(default_factory=dict)
+    _said: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """Step key -> when it last printed a line (the clock), and the last thing it said."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, entry: dg.EventLogEntry) -> None:
@@ -64,12 +68,44 @@ class Progress:
         with self._lock:
             self._take(entry)
 
+    def beat(self, now: float | None = None) -> None:
+        """A line for each running step that has printed nothing for `HEARTBEAT_SECONDS`: how
+        long it has run and the last progress it reported (its own log lines say how far)."""
+        now = time.time() if now is None else now
+        with self._lock:
+            for key, started in sorted(self._started.items()):
+                last, said = self._said.get(key, (started, ""))
+                if now - last < HEARTBEAT_SECONDS:
+                    continue
+                self._said[key] = (now, said)
+                doing = f": {said}" if said else ""
+                self._line(f"  {_step_name(key)} still running ({now - started:.0f}s){doing}")
+
+    @contextmanager
+    def beating(self) -> Iterator[None]:
+        """`beat` every second in a thread while the block runs (the run's steps, in this
+        process: a run through another executor replays its events only after it ends)."""
+        done = threading.Event()
+
+        def loop() -> None:
+            while not done.wait(1.0):
+                self.beat()
+
+        thread = threading.Thread(target=loop, name="mi-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
     def _take(self, entry: dg.EventLogEntry) -> None:
         event = entry.dagster_event
         if event is None:
             self._user_message(entry)
         elif event.is_step_start and event.step_key:
             self._started[event.step_key] = entry.timestamp
+            self._said[event.step_key] = (time.time(), "")
             domain, role = _step_role(event.step_key)
             if role in ("", "plan"):
                 self._line(f"{domain} started")
@@ -86,6 +122,7 @@ class Progress:
         # Event timestamps, not the clock: a multiprocess run's events are replayed after it ends.
         key = event.step_key or ""
         elapsed = at - self._started.pop(key, at)
+        self._said.pop(key, None)
         rows = ", ".join(self._rows.pop(key, [])) or "no tables"
         domain, role = _step_role(key)
         spent = self._domain_seconds.pop(domain, 0.0) + elapsed
@@ -127,6 +164,8 @@ class Progress:
         level = entry.level if isinstance(entry.level, int) else logging.getLevelName(entry.level)
         if isinstance(level, int) and level >= logging.INFO and entry.user_message:
             self._line(f"  {_step_role(entry.step_key or '')[0]}: {entry.user_message}")
+            if entry.step_key in self._started:
+                self._said[entry.step_key] = (time.time(), entry.user_message)
 
     def _line(self, text: str) -> None:
         self.echo(f"[{self.market}] {text}")
@@ -140,6 +179,15 @@ def _step_role(key: str) -> tuple[str, str]:
     if not dot or not op.startswith(f"{graph}_"):
         return key, ""
     return graph, op.removeprefix(f"{graph}_")
+
+
+def _step_name(key: str) -> str:
+    """A step as its lines name it: `trends crypto/s0of2` for a shard, else its key."""
+    domain, role = _step_role(key)
+    if not role.startswith("shard["):
+        return key
+    market, _, shard = role[6:-1].rpartition("_")
+    return f"{domain} {market}/{shard}"
 
 
 def _root_cause(event: dg.DagsterEvent) -> SerializableErrorInfo | None:
@@ -306,16 +354,17 @@ def run_job(
         job = job.get_subset(
             asset_selection=selection.assets, asset_check_selection=selection.checks
         )
-    if job.executor_def.name == THREADS:
-        return execute_in_threads(job, instance, config, run_id, tags, run.partition_key)
-    result = job.execute_in_process(
-        run_config=config,
-        instance=instance,
-        partition_key=run.partition_key,
-        run_id=run_id,
-        raise_on_error=False,
-        tags=tags,
-    )
+    with progress.beating():
+        if job.executor_def.name == THREADS:
+            return execute_in_threads(job, instance, config, run_id, tags, run.partition_key)
+        result = job.execute_in_process(
+            run_config=config,
+            instance=instance,
+            partition_key=run.partition_key,
+            run_id=run_id,
+            raise_on_error=False,
+            tags=tags,
+        )
     return result.success
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,18 @@ def test_the_startup_heap_is_built_with_collections_paused(
     assert result.exit_code == 0, result.output
     assert seen == {"definitions": False, "instance": False}
     assert gc.isenabled()
+
+
+@pytest.mark.slow
+def test_a_long_step_prints_a_line_every_ten_seconds_with_its_last_progress(
+    tmp_path: Path,
+) -> None:
+    """Rule: a step that runs long says so at least every 10 s, with what it last reported."""
+    result = _materialize(tmp_path, "--market", "crypto", TOY_SLEEP="11.5")
+    assert result.exit_code == 0, result.output
+    beats = [line for line in result.output.splitlines() if "still running" in line]
+    assert len(beats) == 1, result.output
+    assert re.fullmatch(r"\[daily\]   toy_instruments still running \(1[01]s\): read 2 symbols", beats[0])  # fmt: skip
 
 
 def test_an_unknown_market_is_refused_before_running(tmp_path: Path) -> None:

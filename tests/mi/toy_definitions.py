@@ -1,11 +1,13 @@
 """Small Definitions for `mi materialize` tests: one daily multi-asset with checks, stored by the real warehouse.
 
 `TOY_FAIL_MARKET` makes the step raise when it reaches that market; `TOY_DUPLICATE` makes an ERROR
-check fail; `TOY_FREEZE_COUNT` names a file the step writes `gc.get_freeze_count()` to. (No `from __future__ import annotations`: Dagster reads the `context` annotation.)
+check fail; `TOY_FREEZE_COUNT` names a file the step writes `gc.get_freeze_count()` to; `TOY_SLEEP` seconds the
+step waits after its first progress line. (No `from __future__ import annotations`: Dagster reads the `context` annotation.)
 """
 
 import gc
 import os
+import time
 from collections.abc import Iterator
 
 import dagster as dg
@@ -42,6 +44,7 @@ def _build() -> dg.AssetsDefinition:
             if os.environ.get("TOY_FAIL_MARKET") == market:
                 raise RuntimeError(f"toy source for {market} is down")
             context.log.info(f"read {len(symbols)} symbols")
+            time.sleep(float(os.environ.get("TOY_SLEEP") or 0))
             frames = {
                 INSTRUMENTS: pl.DataFrame(
                     {"market": market, "symbol": symbols, "name": "n", "logo": "l", "source": "toy"}
