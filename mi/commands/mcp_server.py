@@ -8,20 +8,35 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated
 
 import click
 import httpx
-import msgspec
 from market_intelligence import (
     ApiError,
     AsyncClient,
+    BacktestSummary,
+    BriefList,
+    CurrentAction,
+    CurrentTrend,
+    Indicators,
+    InstrumentAnalysis,
+    InstrumentSearch,
     Market,
     MarketIntelligenceError,
+    MarketSummary,
+    Ping,
+    PriceHistory,
     RateLimited,
+    RecommendationList,
     Resource,
+    Scorecard,
+    SentimentHistory,
     Strategy,
+    SymbolList,
     TokenLimit,
+    TrendHistory,
+    TrendSegments,
     Unauthorized,
 )
 from mcp.server import MCPServer
@@ -29,12 +44,15 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult
 from pydantic import AnyHttpUrl, Field
 
 from api.metering.config import MeteringConfig, cost_text
 from api.metering.model import key_id_of
 from mi.commands.keys import metering_config
+from mi.commands.mcp_results import RESULT_URI, ResultStore, output_schema, tool_result
 from pipelines.outbound import is_loopback
 
 logger = logging.getLogger(__name__)
@@ -66,40 +84,41 @@ class MarketTools:
     """The tools, each call made by the API client of the caller (`clients`: on stdio the one
     client of MI_API_KEY; over HTTP the client of the key the request authenticated with)."""
 
-    def __init__(self, clients: Callable[[], AsyncClient]) -> None:
+    def __init__(self, clients: Callable[[], AsyncClient], results: ResultStore) -> None:
         self.clients = clients
+        self.results = results
 
     @property
     def client(self) -> AsyncClient:
         return self.clients()
 
-    async def _answer(self, pending: Awaitable[Resource]) -> dict[str, Any]:
-        """The resource as JSON and the key's balance after the call; API errors as tool errors
-        an agent can act on."""
+    async def _answer(self, tool: str, pending: Awaitable[Resource]) -> CallToolResult:
+        """The resource and the key's balance after the call (`mcp_results`: a large one as a
+        preview and a link); API errors as tool errors an agent can act on."""
         try:
             resource = await pending
         except ApiError as failure:
             raise ToolError(_advice(failure)) from failure
         except MarketIntelligenceError as failure:  # the API unreachable: its URL, what to check
             raise ToolError(str(failure)) from failure
-        balance = self.client.balance
-        return {
-            "data": msgspec.to_builtins(resource),
-            "tokens": None if balance is None else msgspec.to_builtins(balance),
-        }
+        return tool_result(tool, resource, self.client.balance, self.results)
 
     async def list_instruments(
         self, market: Market, limit: Annotated[int, Field(ge=1, le=1000)] = 100, skip: int = 0
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.list_symbols(market, limit=limit, skip=skip))
+    ) -> CallToolResult:
+        return await self._answer(
+            "list_instruments", self.client.list_symbols(market, limit=limit, skip=skip)
+        )
 
     async def search_instruments(
         self, query: Annotated[str, Field(description="Part of a symbol or a name")]
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.search_instruments("crypto", query))
+    ) -> CallToolResult:
+        return await self._answer(
+            "search_instruments", self.client.search_instruments("crypto", query)
+        )
 
-    async def instrument_scorecard(self, market: Market, symbol: SymbolArg) -> dict[str, Any]:
-        return await self._answer(self.client.scorecard(market, symbol))
+    async def instrument_scorecard(self, market: Market, symbol: SymbolArg) -> CallToolResult:
+        return await self._answer("instrument_scorecard", self.client.scorecard(market, symbol))
 
     async def price_history(
         self,
@@ -108,35 +127,39 @@ class MarketTools:
         limit: Annotated[int | None, Field(ge=1, description="Newest N days at most")] = 90,
         start: DayArg = None,
         end: DayArg = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         call = self.client.get_price_history(market, symbol, limit=limit, start=start, end=end)
-        return await self._answer(call)
+        return await self._answer("price_history", call)
 
     async def indicators(
         self,
         market: Market,
         symbol: SymbolArg,
         period: Annotated[int, Field(ge=2, le=365, description="Window in days")] = 30,
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.get_indicators(market, symbol, period=period))
+    ) -> CallToolResult:
+        return await self._answer(
+            "indicators", self.client.get_indicators(market, symbol, period=period)
+        )
 
     async def trend(
         self,
         market: Market,
         symbol: SymbolArg,
         limit: Annotated[int, Field(ge=1, le=5000, description="Crypto: days of history")] = 30,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         if market == "crypto":
-            return await self._answer(self.client.get_trend_history(symbol, limit))
-        return await self._answer(self.client.get_current_trend(market, symbol))
+            return await self._answer("trend", self.client.get_trend_history(symbol, limit))
+        return await self._answer("trend", self.client.get_current_trend(market, symbol))
 
     async def trend_segments(
         self,
         market: Market,
         symbol: SymbolArg,
         limit: Annotated[int, Field(ge=1, le=500)] = 10,
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.get_trend_segments(market, symbol, limit=limit))
+    ) -> CallToolResult:
+        return await self._answer(
+            "trend_segments", self.client.get_trend_segments(market, symbol, limit=limit)
+        )
 
     async def news_briefs(
         self,
@@ -146,70 +169,79 @@ class MarketTools:
         keywords: Annotated[
             str | None, Field(description="Words every title must hold (past 24 hours only)")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         if keywords:
             call = self.client.search_briefs(market, symbol, keywords=keywords, limit=limit)
-            return await self._answer(call)
-        return await self._answer(self.client.get_recent_briefs(market, symbol, limit=limit))
+            return await self._answer("news_briefs", call)
+        return await self._answer(
+            "news_briefs", self.client.get_recent_briefs(market, symbol, limit=limit)
+        )
 
     async def sentiment_history(
         self,
         market: Market,
         symbol: SymbolArg,
         limit: Annotated[int, Field(ge=1, le=3650, description="Days")] = 30,
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.get_sentiment_history(market, symbol, limit=limit))
+    ) -> CallToolResult:
+        return await self._answer(
+            "sentiment_history", self.client.get_sentiment_history(market, symbol, limit=limit)
+        )
 
-    async def analysis(self, symbol: CoinArg) -> dict[str, Any]:
-        return await self._answer(self.client.get_instrument_analysis(symbol))
+    async def analysis(self, symbol: CoinArg) -> CallToolResult:
+        return await self._answer("analysis", self.client.get_instrument_analysis(symbol))
 
-    async def market_summary(self) -> dict[str, Any]:
-        return await self._answer(self.client.get_market_summary())
+    async def market_summary(self) -> CallToolResult:
+        return await self._answer("market_summary", self.client.get_market_summary())
 
     async def backtest_summary(
         self,
         symbol: CoinArg,
         strategy: Strategy = "aggressive",
         years: Annotated[int, Field(ge=1, le=20)] = 2,
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.get_backtest_summary(symbol, strategy, years=years))
+    ) -> CallToolResult:
+        return await self._answer(
+            "backtest_summary", self.client.get_backtest_summary(symbol, strategy, years=years)
+        )
 
     async def current_action(
         self, symbol: CoinArg, strategy: Strategy = "aggressive"
-    ) -> dict[str, Any]:
-        return await self._answer(self.client.get_current_action(symbol, strategy))
+    ) -> CallToolResult:
+        return await self._answer(
+            "current_action", self.client.get_current_action(symbol, strategy)
+        )
 
     async def recommendations(
         self,
         strategy: Strategy = "aggressive",
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         min_score: Annotated[float, Field(ge=0, le=5)] = 3.5,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         call = self.client.get_recommendations(strategy=strategy, limit=limit, min_score=min_score)
-        return await self._answer(call)
+        return await self._answer("recommendations", call)
 
-    async def balance(self) -> dict[str, Any]:
-        return await self._answer(self.client.ping())
+    async def balance(self) -> CallToolResult:
+        return await self._answer("balance", self.client.ping())
 
 
-TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "list_instruments": ("The symbols of a market, sorted, a page at a time.", ("list-symbols",)),
-    "search_instruments": ("Crypto instruments whose symbol or name matches a query (at most 5).", ("search-instruments",)),
-    "instrument_scorecard": ("An instrument's technical scorecard: action, score 0 to 5, profit against buy-and-hold, trend.", ("scorecard",)),
-    "price_history": ("Daily closing prices and volumes, oldest first: the newest `limit` days, or from `start` to `end`.", ("get-price-history",)),
-    "indicators": ("Technical indicators over `period` days: SMA, EMA, RSI, MACD, Bollinger Bands, stochastic, ATR, VWAP, OBV, Fibonacci levels, ADX, ROC.", ("get-indicators",)),
-    "trend": ("The trend: for crypto the last `limit` daily trend points (direction and strength), for forex, commodities and stocks the running trend episode.", ("get-trend-history", "get-current-trend")),
-    "trend_segments": ("Trend episodes (forex, commodities, stocks), newest first, with their gains, losses and durations.", ("get-trend-segments",)),
-    "news_briefs": ("News briefs about a symbol with sentiment (-5 to +5), newest first; with `keywords`, only titles holding them in the past 24 hours.", ("get-recent-briefs", "search-briefs")),
-    "sentiment_history": ("Daily counts of positive, neutral and negative briefs about a symbol, newest first.", ("get-sentiment-history",)),
-    "analysis": ("The newest written analysis of a coin.", ("get-instrument-analysis",)),
-    "market_summary": ("Today's written summary of the crypto market.", ("get-market-summary",)),
-    "backtest_summary": ("A strategy's backtest of a coin over `years`: returns, trades, win rate, against buy-and-hold.", ("get-backtest-summary",)),
-    "current_action": ("What a strategy does on a coin on the latest day: Buy, Sell, Hold or Stay.", ("get-current-action",)),
-    "recommendations": ("Coins a strategy recommends: score at least `min_score` (0 to 5), best first.", ("get-recommendations",)),
-    "balance": ("The key's token balance: spent and remaining this month and today.", ("ping",)),
+TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[type[Resource], ...]]] = {
+    "list_instruments": ("The symbols of a market, sorted, a page at a time.", ("list-symbols",), (SymbolList,)),
+    "search_instruments": ("Crypto instruments whose symbol or name matches a query (at most 5).", ("search-instruments",), (InstrumentSearch,)),
+    "instrument_scorecard": ("An instrument's technical scorecard: action, score 0 to 5, profit against buy-and-hold, trend.", ("scorecard",), (Scorecard,)),
+    "price_history": ("Daily closing prices and volumes, oldest first: the newest `limit` days, or from `start` to `end`.", ("get-price-history",), (PriceHistory,)),
+    "indicators": ("Technical indicators over `period` days: SMA, EMA, RSI, MACD, Bollinger Bands, stochastic, ATR, VWAP, OBV, Fibonacci levels, ADX, ROC.", ("get-indicators",), (Indicators,)),
+    "trend": ("The trend: for crypto the last `limit` daily trend points (direction and strength), for forex, commodities and stocks the running trend episode.", ("get-trend-history", "get-current-trend"), (TrendHistory, CurrentTrend)),
+    "trend_segments": ("Trend episodes (forex, commodities, stocks), newest first, with their gains, losses and durations.", ("get-trend-segments",), (TrendSegments,)),
+    "news_briefs": ("News briefs about a symbol with sentiment (-5 to +5), newest first; with `keywords`, only titles holding them in the past 24 hours.", ("get-recent-briefs", "search-briefs"), (BriefList,)),
+    "sentiment_history": ("Daily counts of positive, neutral and negative briefs about a symbol, newest first.", ("get-sentiment-history",), (SentimentHistory,)),
+    "analysis": ("The newest written analysis of a coin.", ("get-instrument-analysis",), (InstrumentAnalysis,)),
+    "market_summary": ("Today's written summary of the crypto market.", ("get-market-summary",), (MarketSummary,)),
+    "backtest_summary": ("A strategy's backtest of a coin over `years`: returns, trades, win rate, against buy-and-hold.", ("get-backtest-summary",), (BacktestSummary,)),
+    "current_action": ("What a strategy does on a coin on the latest day: Buy, Sell, Hold or Stay.", ("get-current-action",), (CurrentAction,)),
+    "recommendations": ("Coins a strategy recommends: score at least `min_score` (0 to 5), best first.", ("get-recommendations",), (RecommendationList,)),
+    "balance": ("The key's token balance: spent and remaining this month and today.", ("ping",), (Ping,)),
 }  # fmt: skip
-"""Tool name (a method of MarketTools) -> what it gives, the API operations it may call."""
+"""Tool name (a method of MarketTools) -> what it gives, the API operations it may call, the
+resources those answer (its output schema)."""
 
 
 VERIFIED_SECONDS = 300.0
@@ -286,6 +318,7 @@ def build_server(
             resource_server_url=AnyHttpUrl(url),
             validate_token_resource=False,  # an API key names no resource; the API checks it
         )
+    results = ResultStore()
     # Warnings only: at INFO the SDK would log every tool call and HTTP request to stderr.
     server: MCPServer = MCPServer(
         "market-intelligence",
@@ -293,13 +326,38 @@ def build_server(
         log_level="WARNING",
         token_verifier=verifier,
         auth=auth,
+        tools=market_tools(MarketTools(clients, results), config),
     )
-    tools = MarketTools(clients)
-    for name, (summary, operations) in TOOLS.items():
-        server.add_tool(
-            getattr(tools, name), name=name, description=_describe(summary, config, *operations)
-        )
+
+    @server.resource(
+        RESULT_URI,
+        name="result",
+        description="The whole result of a tool call that was too large to return (its link).",
+        mime_type="application/json",
+    )
+    def full_result(result_id: str) -> str:
+        body = results.get(result_id)
+        if body is None:
+            raise ValueError("this result is no longer kept: call the tool again")
+        return body.decode()
+
     return server
+
+
+def market_tools(tools: MarketTools, config: MeteringConfig) -> list[Tool]:
+    """One tool per entry of TOOLS, its cost read from `config`, its output schema declared.
+
+    The tools build their own CallToolResult (a preview and a link when large), so the SDK derives
+    no schema from their annotation: the API resources each answers are declared instead (the
+    SDK's FuncMetadata fields are read live, so the schema set here is the one it publishes).
+    """
+    made = []
+    for name, (summary, operations, answers) in TOOLS.items():
+        description = _describe(summary, config, *operations)
+        tool = Tool.from_function(getattr(tools, name), name=name, description=description)
+        tool.fn_metadata.output_schema = output_schema(*answers)
+        made.append(tool)
+    return made
 
 
 def _advice(failure: ApiError) -> str:
