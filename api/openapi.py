@@ -11,6 +11,10 @@ answers of the metering layer (401, 402, 429, 503, the balance headers) on every
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
+import textwrap
 from collections.abc import Iterator
 from copy import deepcopy
 from typing import Any
@@ -23,9 +27,10 @@ from litestar.routes import HTTPRoute
 
 from api.export import DATASETS, FORMATS
 from api.metering.config import MeteringConfig, RowsCost, ScaledCost, cost_text
+from api.operation_docs import OPERATIONS, TAGS, operation_id
 from api.params import SCALED_BY, QueryParameterDeclaration
 from api.request_limits import MAX_HEADER_BYTES, MAX_TARGET_BYTES
-from api.schemas import ErrorBody, PipelineErrorBody, TokenLimitErrorBody
+from api.schemas import WIRE_TYPES, ErrorBody, PipelineErrorBody, TokenLimitErrorBody
 from pipelines.catalog import MARKETS, STRATEGIES
 
 Document = dict[str, Any]
@@ -103,9 +108,12 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
     if metering is not None:
         components["securitySchemes"] = {"bearer": BEARER}
         document["security"] = [{"bearer": []}]
+    document["tags"] = [{"name": tag, "description": text} for tag, text in TAGS.items()]
+    _describe_fields(components["schemas"])
     for path, handler in documented_handlers(app):
         operation = document["paths"][path]["get"]
         name: str | None = handler.opt.get("operation")
+        _name_operation(operation, name or handler.handler_name)
         _add_query_parameters(operation, handler.opt.get("query", ()))
         _describe_parameters(operation, name)
         _drop_framework_400(operation)
@@ -117,6 +125,47 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
         if metering is not None:
             _add_metering(operation, name, handler, metering)
     return document
+
+
+def _name_operation(operation: Document, name: str) -> None:
+    """The spec's route name as operationId (`getPriceHistory`), its summary and description."""
+    operation["operationId"] = operation_id(name)
+    if name in OPERATIONS:  # every route of the app is (tests/api/test_openapi_v2.py)
+        operation["summary"], operation["description"] = OPERATIONS[name]
+
+
+def _describe_fields(schemas: Document) -> None:
+    """Each resource's and each field's meaning, from the wire Structs' docstrings (a field's is
+    the string under it, as the catalog's and settings' are), into Litestar's components of the
+    same names."""
+    for struct in WIRE_TYPES:
+        target = schemas.get(struct.__name__)
+        if target is None:
+            continue
+        if struct.__doc__:
+            target["description"] = inspect.cleandoc(struct.__doc__)
+        properties = target.get("properties", {})
+        for field, meaning in field_docs(struct).items():
+            if field in properties:
+                properties[field]["description"] = meaning
+
+
+def field_docs(struct: type) -> dict[str, str]:
+    """The docstring under each annotated field of the class body (Python's attribute docstring
+    convention, which `inspect` does not read)."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(struct))).body[0]
+    assert isinstance(body, ast.ClassDef)
+    found: dict[str, str] = {}
+    for field, after in itertools.pairwise(body.body):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            found[field.target.id] = inspect.cleandoc(after.value.value)
+    return found
 
 
 def documented_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler]]:

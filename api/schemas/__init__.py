@@ -86,3 +86,10 @@ __all__ = [
     "TrendSegments",
     "Wire",
 ]
+
+WIRE_TYPES: tuple[type[Wire], ...] = tuple(
+    value
+    for value in list(globals().values())
+    if isinstance(value, type) and issubclass(value, Wire) and value is not Wire
+)
+"""Every wire Struct: what the OpenAPI document describes (`api.openapi`)."""

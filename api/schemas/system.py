@@ -14,19 +14,26 @@ class Ping(Wire, frozen=True):
     """Liveness answer."""
 
     text: str
+    """A short liveness word."""
 
 
 class Check(Wire, frozen=True):
     """One backing datastore's health: `latency_ms` is null where no round trip was measured."""
 
     status: CheckStatus
+    """`ok`, `degraded` or `error`."""
     latency_ms: float | None
+    """The check's round trip in milliseconds; null where none was measured."""
 
 
 class SystemStatus(Wire, frozen=True):
     """The service's overall status and one check per backing datastore."""
 
     status: CheckStatus
+    """`ok`, `degraded` or `error`: the worst of the critical checks."""
     version: str
+    """The API's version."""
     time: datetime
+    """The server's clock, RFC 3339."""
     checks: dict[str, Check]
+    """One check per backing datastore, by name."""
