@@ -14,9 +14,11 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import json
 import textwrap
 from collections.abc import Iterator
 from copy import deepcopy
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -34,6 +36,13 @@ from api.schemas import WIRE_TYPES, ErrorBody, PipelineErrorBody, TokenLimitErro
 from pipelines.catalog import MARKETS, STRATEGIES
 
 Document = dict[str, Any]
+
+EXAMPLES_FILE = Path(__file__).with_name("openapi_examples.json")
+"""A real answer of every operation (on the tests' embedded market), by operationId, its lists cut
+to `EXAMPLE_ITEMS` items; kept true by tests/api/test_openapi_examples.py."""
+EXAMPLE_ITEMS = 2
+EXAMPLES_OMITTED = frozenset({"bulkExport"})
+"""Operations whose answer is a file, not JSON."""
 
 FIRST_CRYPTO_ARTICLE = "0f4667330aefc4fe3d07"
 """The first crypto story of 2022-01-01, where every embedded market's history starts: its id is
@@ -109,11 +118,13 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
         components["securitySchemes"] = {"bearer": BEARER}
         document["security"] = [{"bearer": []}]
     document["tags"] = [{"name": tag, "description": text} for tag, text in TAGS.items()]
+    examples = json.loads(EXAMPLES_FILE.read_bytes())
     _describe_fields(components["schemas"])
     for path, handler in documented_handlers(app):
         operation = document["paths"][path]["get"]
         name: str | None = handler.opt.get("operation")
         _name_operation(operation, name or handler.handler_name)
+        _add_example(operation, examples)
         _add_query_parameters(operation, handler.opt.get("query", ()))
         _describe_parameters(operation, name)
         _drop_framework_400(operation)
@@ -132,6 +143,22 @@ def _name_operation(operation: Document, name: str) -> None:
     operation["operationId"] = operation_id(name)
     if name in OPERATIONS:  # every route of the app is (tests/api/test_openapi_v2.py)
         operation["summary"], operation["description"] = OPERATIONS[name]
+
+
+def _add_example(operation: Document, examples: Document) -> None:
+    example = examples.get(operation["operationId"])
+    content = operation["responses"].get("200", {}).get("content", {}).get("application/json")
+    if example is not None and content is not None:
+        content["example"] = example
+
+
+def cut_lists(value: Any) -> Any:
+    """`value` with every list cut to its first `EXAMPLE_ITEMS` items (an example, not a dump)."""
+    if isinstance(value, list):
+        return [cut_lists(item) for item in value[:EXAMPLE_ITEMS]]
+    if isinstance(value, dict):
+        return {name: cut_lists(item) for name, item in value.items()}
+    return value
 
 
 def _describe_fields(schemas: Document) -> None:
