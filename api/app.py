@@ -25,6 +25,7 @@ from api.openapi import ToolsOpenAPIPlugin
 from api.request_limits import RequestLimits
 from api.routes import V2_CONTROLLERS
 from api.routes.common import prepare_snapshot
+from api.routes.llms import LlmsController
 from api.routes.system import SystemController
 from api.settings import ApiSettings, load_settings
 from api.warehouse import DuckDBWarehouseReader, WarehouseReader
@@ -61,7 +62,7 @@ def create_app(
         return reader.running()
 
     return Litestar(
-        route_handlers=[SystemController, *V2_CONTROLLERS, assets_router()],
+        route_handlers=[SystemController, *V2_CONTROLLERS, LlmsController, assets_router()],
         dependencies={
             "settings": constant(settings),
             "health": constant(health),

@@ -67,6 +67,18 @@ EXAMPLES_OF: dict[str, dict[str, object]] = {
     "scorecard": {"market": "commodities", "symbol": "GOLD"},
 }
 """Operations whose examples differ: the routes of forex, commodities and stocks only."""
+PATH_MEANINGS: dict[str, str] = {
+    "market": "The market: crypto, forex, commodities or stocks (a route serving fewer says which).",
+    "symbol": "The instrument's symbol, in any case (list-symbols gives a market's symbols).",
+    "coin": "A crypto symbol, in any case.",
+    "strategy": "The trading strategy: aggressive or conservative.",
+    "term": "Part of a symbol or a name to search for.",
+    "article_id": "A brief's article id (the `article_id` of a Brief).",
+    "limit": "How many days, newest first.",
+    "days": "How many days back from the latest.",
+    "dataset": "The dataset to export.",
+}
+"""What each path parameter means, by name (the same on every route that has it)."""
 ENUMS: dict[str, tuple[str, ...]] = {
     "market": MARKETS,
     "strategy": STRATEGIES,
@@ -100,13 +112,27 @@ class ToolsOpenAPIPlugin(JsonRenderPlugin):
     def __init__(self, metering: MeteringConfig | None) -> None:
         super().__init__()
         self.metering = metering
+        self._document: Document | None = None
         self._finished: bytes | None = None
+
+    def document(self, app: Litestar) -> Document:
+        """The finished document of `app` (also what /llms.txt and the Markdown pages render)."""
+        if self._document is None:
+            self._document = finish(app.openapi_schema.to_schema(), app, self.metering)
+        return self._document
 
     def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
         if self._finished is None:
-            document = finish(openapi_schema, request.app, self.metering)
-            self._finished = self.render_json(request, document)
+            self._finished = self.render_json(request, self.document(request.app))
         return self._finished
+
+
+def finished_document(app: Litestar) -> Document:
+    """The app's finished document, from its ToolsOpenAPIPlugin."""
+    config = app.openapi_config
+    plugins = config.render_plugins if config is not None else []
+    tools = next(p for p in plugins if isinstance(p, ToolsOpenAPIPlugin))
+    return tools.document(app)
 
 
 def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) -> Document:
@@ -219,6 +245,8 @@ def _describe_parameters(operation: Document, name: str | None) -> None:
             parameter["schema"] = {**_plain(parameter["schema"]), "enum": list(ENUMS[key])}
         if key in examples and (parameter["in"] == "path" or key == "keywords"):
             parameter["example"] = examples[key]
+        if parameter["in"] == "path" and key in PATH_MEANINGS:
+            parameter.setdefault("description", PATH_MEANINGS[key])
 
 
 def _plain(schema: Document) -> Document:
