@@ -18,6 +18,7 @@ from pipelines.settings import PipelineSettings, load_settings
 from pipelines.simulator.definitions import build_defs as simulator_defs
 from pipelines.trends.definitions import build_defs as trends_defs
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
+from pipelines.warehouse.metadata import described
 from pipelines.webhooks.definitions import build_defs as webhooks_defs
 
 DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
@@ -38,16 +39,28 @@ def build_definitions(
     domains: Sequence[Callable[[PipelineSettings], dg.Definitions]] = DOMAINS,
 ) -> dg.Definitions:
     """The domains' Definitions; their day-partitioned assets form the daily job, the others the
-    news job, each closed by its publish step; the warehouse and run-options resources."""
+    news job, each closed by its publish step; the warehouse and run-options resources. Every
+    table asset carries its catalog columns, location, kinds and owner (`described`)."""
     merged = dg.Definitions.merge(*(build(settings) for build in domains))
     assets = [a for a in merged.assets or [] if isinstance(a, dg.AssetsDefinition)]
     daily = [k for a in assets if a.partitions_def == DAILY_PARTITIONS for k in a.keys]
     news = [k for a in assets if a.partitions_def is None for k in a.keys]
+    url = settings.warehouse.url
+    tables = dg.map_asset_specs(
+        lambda spec: described(spec, url), [*assets, *schedules.publish_assets(daily, news)]
+    )
+    others = [a for a in merged.assets or [] if not isinstance(a, dg.AssetsDefinition)]
     return dg.Definitions.merge(
-        merged,
         dg.Definitions(
-            assets=schedules.publish_assets(daily, news),
-            resources={"run_options": RunOptions(shard_symbols=settings.shard_symbols)},
+            assets=[*tables, *others],
+            asset_checks=merged.asset_checks,
+            jobs=merged.jobs,
+            schedules=merged.schedules,
+            sensors=merged.sensors,
+            resources={
+                **(merged.resources or {}),
+                "run_options": RunOptions(shard_symbols=settings.shard_symbols),
+            },
         ),
         schedules.build_defs(settings, daily, news),
         warehouse_defs(settings),

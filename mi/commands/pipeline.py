@@ -202,7 +202,11 @@ def _rows_of(event: dg.DagsterEvent) -> str:
     materialization = event.step_materialization_data.materialization
     metadata = materialization.metadata
     count = metadata.get("dagster/row_count") or metadata.get("row_count")
-    rows = f"{count.value:,} rows" if count is not None else "written"
+    written = metadata.get("mi/rows_written")  # pipelines.warehouse.metadata.ROWS_WRITTEN
+    if written is not None and count is not None:
+        rows = f"{written.value:,} rows written, {count.value:,} in all"
+    else:
+        rows = f"{count.value:,} rows" if count is not None else "written"
     return f"{materialization.asset_key.to_user_string()} {rows}"
 
 

@@ -30,6 +30,7 @@ from pipelines.incremental.runner import (
 from pipelines.incremental.shards import Shard
 from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 
@@ -133,15 +134,12 @@ def shard_of(key: str) -> Shard:
 
 
 def _materialized(tx: RunTransaction, table: Table, runs: Sequence[DomainRun]) -> dg.Output[None]:
-    total = sum(
-        entry.rows for run in runs for entry in tx.partitions(table.name, run.market).values()
-    )
+    computed = sum(run.rows.get(table.name, 0) for run in runs)
     return dg.Output(
         None,
         output_name=table.name,
         metadata={
-            "dagster/row_count": total,
-            "rows_computed": sum(run.rows.get(table.name, 0) for run in runs),
+            **row_counts(tx, table.name, computed),
             "symbols_by_mode": dg.MetadataValue.json({run.market: run.counts for run in runs}),
         },
     )

@@ -13,6 +13,7 @@ from pipelines.prices import checks
 from pipelines.prices.assets import EMBEDDED_PRICES, check_result, rejects_result
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 
 
@@ -63,10 +64,14 @@ def build_instruments(embedded: bool) -> dg.AssetsDefinition:
             clean, rejects = pl.concat(cleans), pl.concat(rejected)
             yield dg.MaterializeResult(
                 asset_key=INSTRUMENTS.name,
-                metadata={"dagster/row_count": clean.height, "rejects": rejects.height},
+                metadata={
+                    **row_counts(tx, INSTRUMENTS.name, clean.height),
+                    "rejects": rejects.height,
+                },
             )
             yield dg.MaterializeResult(
-                asset_key=INSTRUMENT_REJECTS.name, metadata={"dagster/row_count": rejects.height}
+                asset_key=INSTRUMENT_REJECTS.name,
+                metadata=row_counts(tx, INSTRUMENT_REJECTS.name, rejects.height),
             )
             duplicates = checks.duplicate_keys(clean, ["market", "symbol"])
             yield check_result(

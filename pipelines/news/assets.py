@@ -16,6 +16,7 @@ from pipelines.news.config import NewsPolicy
 from pipelines.news.sources import NewsSource
 from pipelines.news.update import MarketNews, update_news
 from pipelines.runs import RunOptions, step_name
+from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 
@@ -73,13 +74,12 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
         }
         for market, result in results.items():
             context.log.info(f"news {market}: {_summary(result)}")
-        yield dg.MaterializeResult(asset_key=RAW_NEWS_KEY, metadata=_articles_metadata(results))
+        yield dg.MaterializeResult(asset_key=RAW_NEWS_KEY, metadata=_articles_metadata(tx, results))
         rejects = pl.concat([r.batch.rejects for r in results.values()])
         yield dg.MaterializeResult(
             asset_key=NEWS_REJECTS_KEY,
             metadata={
-                "dagster/row_count": sum(r.rejects_stored for r in results.values()),
-                "rejects_read": rejects.height,
+                **row_counts(tx, NEWS_REJECTS.name, rejects.height),
                 "documents": _documents(results),
             },
         )
@@ -100,12 +100,12 @@ def _documents(results: dict[str, MarketNews]) -> dg.MetadataValue:
     return dg.MetadataValue.json({m: r.documents for m, r in results.items()})
 
 
-def _articles_metadata(results: dict[str, MarketNews]) -> dict[str, Any]:
+def _articles_metadata(tx: RunTransaction, results: dict[str, MarketNews]) -> dict[str, Any]:
     batches = [r.batch for r in results.values()]
     newest = max((n for b in batches if (n := b.newest)), default=None)
     item_rejects = sum(b.item_rejects for b in batches)
     return {
-        "dagster/row_count": sum(r.stored for r in results.values()),
+        **row_counts(tx, RAW_NEWS.name, sum(b.articles.height for b in batches)),
         "feeds": sum(b.feeds for b in batches),
         "items_read": sum(b.items_read for b in batches),
         "new_articles": sum(b.articles.height for b in batches),

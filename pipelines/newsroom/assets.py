@@ -34,6 +34,7 @@ from pipelines.newsroom.writing.facts import MONTH_DAYS, RSI_PERIOD, SMA_PERIODS
 from pipelines.newsroom.writing.writer import Writer
 from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 
@@ -128,7 +129,6 @@ def build_briefs_asset() -> dg.AssetsDefinition:
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         tx = warehouse.transaction(context.run.run_id, step_name(context))
         written, instruments = [], []
-        total = 0
         for market in run_options.markets:
             listed = stored_rows(tx, INSTRUMENTS, market)
             result = update_briefs(tx, newsroom_enricher, market, listed, run_options.full)
@@ -138,14 +138,12 @@ def build_briefs_asset() -> dg.AssetsDefinition:
             )
             written.append(result.enriched)
             instruments.append(listed)
-            total += result.stored
         frame = pl.concat(written)
         by_enricher = dict(frame.group_by("enricher").len().rows())
         yield dg.MaterializeResult(
             asset_key=BRIEFS_KEY,
             metadata={
-                "dagster/row_count": total,
-                "enriched": frame.height,
+                **row_counts(tx, BRIEFS.name, frame.height),
                 "enriched_by": dg.MetadataValue.json(by_enricher),
             },
         )
@@ -188,10 +186,10 @@ def build_sentiment_assets() -> dg.AssetsDefinition:
         daily = pl.concat([d for d, _ in recounted])
         topics = pl.concat([t for _, t in recounted])
         for table in (SENTIMENT_DAILY, SENTIMENT_TOPICS):
-            total = sum(
-                e.rows for m in run_options.markets for e in tx.partitions(table.name, m).values()
+            written = (daily if table is SENTIMENT_DAILY else topics).height
+            yield dg.MaterializeResult(
+                asset_key=table.name, metadata=row_counts(tx, table.name, written)
             )
-            yield dg.MaterializeResult(asset_key=table.name, metadata={"dagster/row_count": total})
         error = dg.AssetCheckSeverity.ERROR
         key = ["market", "symbol", "date"]
         yield _result(SENTIMENT_DAILY_KEY, "total_is_sum", checks.total_not_sum(daily), error)
@@ -264,12 +262,13 @@ def build_analyses_assets() -> dg.AssetsDefinition:
             yield dg.MaterializeResult(
                 asset_key=ANALYSES_KEY,
                 metadata={
-                    "dagster/row_count": tables.height,
+                    **row_counts(tx, INSTRUMENT_ANALYSES.name, tables.height),
                     "writers": dg.MetadataValue.json(by_writer),
                 },
             )
             yield dg.MaterializeResult(
-                asset_key=SUMMARIES_KEY, metadata={"dagster/row_count": summaries.height}
+                asset_key=SUMMARIES_KEY,
+                metadata=row_counts(tx, MARKET_SUMMARIES.name, summaries.height),
             )
             error = dg.AssetCheckSeverity.ERROR
             for check, frames in (

@@ -17,6 +17,7 @@ from pipelines.prices import checks
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.prices.update import MarketPrices, Request, update_market
 from pipelines.runs import RunDays, RunOptions, run_days, single_run, step_name
+from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 
@@ -231,13 +232,14 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             yield dg.MaterializeResult(
                 asset_key=DAILY_PRICES.name,
                 metadata={
-                    "dagster/row_count": found.rows,
+                    **row_counts(tx, DAILY_PRICES.name, found.rows),
                     "newest_date": str(found.newest) if found.newest is not None else "none",
                     "markets": dg.MetadataValue.json(_summary(results)),
                 },
             )
             yield dg.MaterializeResult(
-                asset_key=PRICE_REJECTS.name, metadata={"dagster/row_count": rejects.height}
+                asset_key=PRICE_REJECTS.name,
+                metadata=row_counts(tx, PRICE_REJECTS.name, rejects.height),
             )
             budgets = {m: price_sources.freshness_days[m] for m in states}
             yield from row_check_results(found)

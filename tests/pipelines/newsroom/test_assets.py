@@ -184,8 +184,9 @@ def test_a_refresh_enriches_only_new_articles_and_recounts_their_days(tmp_path: 
         {"newsroom_enricher": LexiconEnricher()},
     )
     (event,) = result.asset_materializations_for_node("briefs")
-    assert event.metadata["enriched"].value == 1
+    assert event.metadata["mi/rows_written"].value == 1
     after = warehouse.read(BRIEFS)
+    assert event.metadata["dagster/row_count"].value == after.height
     assert after.height == before.height + 1
     assert (
         after.filter(pl.col("article_id") != "a6")

@@ -139,6 +139,7 @@ def test_materialize_attaches_row_counts_rejects_and_newest_date(
     ]
     assert event.partition == "2024-01-09"
     assert event.metadata["dagster/row_count"].value == 7
+    assert event.metadata["mi/rows_written"].value == 7
     assert event.metadata["newest_date"].value == "2024-01-08"
     stocks = cast(dict[str, Any], event.metadata["markets"].value)["stocks"]
     assert (stocks["reloaded"], stocks["appended"], stocks["shards"]) == (2, 0, 1)

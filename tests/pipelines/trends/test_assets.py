@@ -52,4 +52,5 @@ def test_a_run_with_nothing_new_keeps_the_stored_files(tmp_path: Path) -> None:
         TREND_HISTORY.name, "crypto"
     )
     metadata = result.get_asset_materialization_events()[0].materialization.metadata
-    assert metadata["rows_computed"].value == 0
+    assert metadata["mi/rows_written"].value == 0
+    assert metadata["dagster/row_count"].value == 500  # the table's rows, not the run's
