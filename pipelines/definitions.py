@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 import dagster as dg
 
 from pipelines import schedules
+from pipelines.daily import is_daily
 from pipelines.embedded_market.definitions import build_defs as embedded_market_defs
 from pipelines.indicators.definitions import build_defs as indicators_defs
 from pipelines.news.definitions import build_defs as news_defs
 from pipelines.newsroom.definitions import build_defs as newsroom_defs
-from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices.definitions import build_defs as prices_defs
 from pipelines.runs import RunOptions
 from pipelines.settings import PipelineSettings, load_settings
@@ -38,13 +38,13 @@ def build_definitions(
     settings: PipelineSettings,
     domains: Sequence[Callable[[PipelineSettings], dg.Definitions]] = DOMAINS,
 ) -> dg.Definitions:
-    """The domains' Definitions; their day-partitioned assets form the daily job, the others the
+    """The domains' Definitions; their assets tagged for the daily job form it, the others the
     news job, each closed by its publish step; the warehouse and run-options resources. Every
     table asset carries its catalog columns, location, kinds and owner (`described`)."""
     merged = dg.Definitions.merge(*(build(settings) for build in domains))
     assets = [a for a in merged.assets or [] if isinstance(a, dg.AssetsDefinition)]
-    daily = [k for a in assets if a.partitions_def == DAILY_PARTITIONS for k in a.keys]
-    news = [k for a in assets if a.partitions_def is None for k in a.keys]
+    daily = [k for a in assets for k in a.keys if is_daily(a, k)]
+    news = [k for a in assets for k in a.keys if not is_daily(a, k)]
     url = settings.warehouse.url
     tables = dg.map_asset_specs(
         lambda spec: described(spec, url), [*assets, *schedules.publish_assets(daily, news)]

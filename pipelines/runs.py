@@ -2,22 +2,20 @@
 
 # No `from __future__ import annotations`: Dagster reads the asset functions' annotations at definition time.
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import TypeVar
 
 import dagster as dg
 
 from pipelines.catalog import MARKETS
+from pipelines.daily import in_daily_job
 from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
 from pipelines.settings import PipelineSettings, news_instant
 from pipelines.warehouse.resource import WarehouseResource
 
 F = TypeVar("F", bound=Callable[..., object])
-
-BACKFILL_TAG = "dagster/backfill"
 
 
 class RunOptions(dg.ConfigurableResource):
@@ -41,6 +39,10 @@ class RunOptions(dg.ConfigurableResource):
     """The news clock (`MI_NOW`, ISO 8601; "" for the real clock)."""
     instruments: int | None = None
     """The embedded market's total instruments (`MI_INSTRUMENTS`; 0 for the default universe)."""
+    day: str | None = None
+    """The daily job: bring the tables through this day (YYYY-MM-DD); None: today, UTC."""
+    since: str | None = None
+    """The daily job's backfill: re-read the sources from this day on (YYYY-MM-DD)."""
 
     def settings(self, base: PipelineSettings) -> PipelineSettings:
         """`base` with the run's own end date, clock and universe where the run names them."""
@@ -77,28 +79,16 @@ class RunDays:
     """The days a daily run covers."""
 
     through: date
-    """Bars dated up to this day (the partition, or the last of a backfill's range)."""
+    """Bars dated up to this day (the run's `day`)."""
     since: date | None
     """A backfill re-reads the sources from its first day (None: only what is new)."""
 
 
-def run_days(context: dg.AssetExecutionContext) -> RunDays:
-    """The run's partition (or partition range, for a single-run backfill) as days."""
-    window = context.partition_time_window
-    through = window.end.date() - timedelta(days=1)
-    backfill = context.run.tags.get(BACKFILL_TAG) is not None
-    return RunDays(through=through, since=window.start.date() if backfill else None)
-
-
-def single_run(build: Callable[[], F]) -> F:
-    """Build an asset with `BackfillPolicy.single_run()`: a backfill of many days is one run that
-    brings the tables through its last day (state is carried, so days are never run apart).
-
-    Dagster marks the policy beta; its warning is silenced here, where the choice is made.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=dg.BetaWarning, message=".*backfill_policy")
-        return build()
+def run_days(run_options: RunOptions) -> RunDays:
+    """The run's days, from its config (`day`, default today UTC; `since` for a backfill)."""
+    through = date.fromisoformat(run_options.day) if run_options.day else datetime.now(UTC).date()
+    since = date.fromisoformat(run_options.since) if run_options.since else None
+    return RunDays(through=through, since=since)
 
 
 def step_name(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str:
@@ -110,37 +100,24 @@ def step_name(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str:
 
 
 def build_publish(
-    name: str,
-    upstream: Sequence[str],
-    partitions_def: dg.PartitionsDefinition | None,
-    description: str,
+    name: str, upstream: Sequence[str], daily: bool, description: str
 ) -> dg.AssetsDefinition:
     """The last step of a job: commit every table the run's steps staged, in one manifest version."""
 
-    def build() -> dg.AssetsDefinition:
-        @dg.asset(
-            name=name,
-            deps=list(upstream),
-            partitions_def=partitions_def,
-            backfill_policy=dg.BackfillPolicy.single_run() if partitions_def else None,
-            group_name="warehouse",
-            description=description,
+    @dg.asset(name=name, deps=list(upstream), group_name="warehouse", description=description)
+    def publish(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult:
+        published = warehouse.transaction(context.run.run_id, step_name(context)).commit()
+        if published.published:
+            context.log.info(f"published warehouse version {published.version}")
+        else:
+            context.log.info(f"nothing new: warehouse version {published.version} stands")
+        return dg.MaterializeResult(
+            metadata={
+                "version": dg.MetadataValue.int(published.version),
+                "published": published.published,
+            }
         )
-        def publish(
-            context: dg.AssetExecutionContext, warehouse: WarehouseResource
-        ) -> dg.MaterializeResult:
-            published = warehouse.transaction(context.run.run_id, step_name(context)).commit()
-            if published.published:
-                context.log.info(f"published warehouse version {published.version}")
-            else:
-                context.log.info(f"nothing new: warehouse version {published.version} stands")
-            return dg.MaterializeResult(
-                metadata={
-                    "version": dg.MetadataValue.int(published.version),
-                    "published": published.published,
-                }
-            )
 
-        return publish
-
-    return single_run(build)
+    return in_daily_job(publish) if daily else publish

@@ -10,7 +10,6 @@ import dagster as dg
 
 from pipelines.catalog import BRIEFS, DAILY_PRICES, RAW_NEWS, SENTIMENT_DAILY
 from pipelines.executors import executor_def
-from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.runs import build_publish
 from pipelines.settings import PipelineSettings
 
@@ -22,6 +21,8 @@ DAILY_CRON = "30 0 * * *"
 """00:30 UTC: after the day's bars have closed everywhere the embedded market models."""
 PRICES_DEADLINE_CRON = "30 2 * * *"
 """By 02:30 UTC the day that just closed must be in: prices are no older than one trading day."""
+PRICES_MAX_AGE = timedelta(hours=2, minutes=30)
+"""At the deadline, daily_prices was materialized since the day closed (00:00 UTC)."""
 NEWS_MAX_AGE = timedelta(minutes=30)
 """News tables refreshed no longer ago than this (two cadences)."""
 
@@ -40,13 +41,13 @@ def publish_assets(
         build_publish(
             DAILY_PUBLISH,
             [k.to_user_string() for k in daily],
-            DAILY_PARTITIONS,
+            True,
             "The daily run's tables made current together, in one warehouse version.",
         ),
         build_publish(
             NEWS_PUBLISH,
             [k.to_user_string() for k in news],
-            None,
+            False,
             "The news refresh's tables made current together, in one warehouse version.",
         ),
     ]
@@ -55,7 +56,7 @@ def publish_assets(
 def build_defs(
     settings: PipelineSettings, daily: Sequence[dg.AssetKey], news: Sequence[dg.AssetKey]
 ) -> dg.Definitions:
-    """The jobs over `daily` (day-partitioned) and `news` assets with their publish steps, the
+    """The jobs over `daily` and `news` assets with their publish steps, the
     schedules requesting them, and the freshness checks with the sensor that evaluates them."""
     executor = executor_def(settings)
     checks = freshness_checks()
@@ -92,8 +93,9 @@ def freshness_checks() -> list[dg.AssetChecksDefinition]:
     """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=dg.SupersessionWarning)
-        prices = dg.build_time_partition_freshness_checks(
+        prices = dg.build_last_update_freshness_checks(
             assets=[DAILY_PRICES.name],
+            lower_bound_delta=PRICES_MAX_AGE,
             deadline_cron=PRICES_DEADLINE_CRON,
             severity=dg.AssetCheckSeverity.ERROR,
         )
@@ -126,7 +128,8 @@ def _daily_schedule() -> dg.ScheduleDefinition:
     )
     def daily_update_schedule(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         day = (context.scheduled_execution_time - timedelta(days=1)).date().isoformat()
-        yield dg.RunRequest(run_key=day, partition_key=day)
+        config = {"resources": {"run_options": {"config": {"day": day}}}}
+        yield dg.RunRequest(run_key=day, run_config=config)
 
     return daily_update_schedule
 

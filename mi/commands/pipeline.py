@@ -324,7 +324,6 @@ class Run:
     job: str
     label: str
     run_config: dict[str, Any]
-    partition_key: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -360,11 +359,10 @@ def run_job(
         )
     with progress.beating():
         if job.executor_def.name == THREADS:
-            return execute_in_threads(job, instance, config, run_id, tags, run.partition_key)
+            return execute_in_threads(job, instance, config, run_id, tags)
         result = job.execute_in_process(
             run_config=config,
             instance=instance,
-            partition_key=run.partition_key,
             run_id=run_id,
             raise_on_error=False,
             tags=tags,
@@ -392,12 +390,11 @@ def _run_with_executor(
         recon = recon.get_subset(
             asset_selection=selection.assets, asset_check_selection=selection.checks
         )
-    partition = {"dagster/partition": run.partition_key} if run.partition_key else {}
     with dg.execute_job(
         recon,
         instance,
         run_config=config,
-        tags={**tags, **partition},
+        tags=tags,
         raise_on_error=False,
     ) as result:
         progress.echo(f"[{run.label}] run {result.run_id}")
@@ -450,24 +447,23 @@ def plan_runs(
     from pipelines.schedules import DAILY_JOB, NEWS_JOB
 
     own = travelling or {}  # the command's settings every step reads (`RunOptions.settings`)
-    config = {"resources": {"run_options": {"config": {"full": full, "markets": markets, **own}}}}
-    news = [Run(NEWS_JOB, "news", config)] if NEWS_JOB in jobs else []
+
+    def config(full_: bool, **days: str) -> dict[str, Any]:
+        options = {"full": full_, "markets": markets, **own, **days}
+        return {"resources": {"run_options": {"config": options}}}
+
+    news = [Run(NEWS_JOB, "news", config(full))] if NEWS_JOB in jobs else []
     if DAILY_JOB not in jobs:
         return news
     if since is None:
-        daily = Run(DAILY_JOB, "daily", config, partition_key=day.isoformat())
+        daily = Run(DAILY_JOB, "daily", config(full, day=day.isoformat()))
     else:
-        tags = {
-            "dagster/asset_partition_range_start": since.isoformat(),
-            "dagster/asset_partition_range_end": day.isoformat(),
-            "dagster/backfill": f"mi-{since.isoformat()}-{day.isoformat()}",
-        }
-        daily = Run(DAILY_JOB, "daily", config, tags=tags)
+        backfill = {"dagster/backfill": f"mi-{since.isoformat()}-{day.isoformat()}"}
+        days = {"day": day.isoformat(), "since": since.isoformat()}
+        daily = Run(DAILY_JOB, "daily", config(full, **days), tags=backfill)
     if first_load and news:
-        again = {
-            "resources": {"run_options": {"config": {"full": False, "markets": markets, **own}}}
-        }
-        return [daily, *news, Run(DAILY_JOB, "daily", again, partition_key=day.isoformat())]
+        again = Run(DAILY_JOB, "daily", config(False, day=day.isoformat()))
+        return [daily, *news, again]
     return [*news, daily]
 
 
@@ -567,7 +563,7 @@ def materialize(
 def _refuse_outside_runs(day: date, source: str) -> None:
     """A day the daily job has no partition for (before its first, or after today UTC) is bad
     input, named with where it came from."""
-    from pipelines.partitions import DAILY_START
+    from pipelines.daily import DAILY_START
 
     first, today = date.fromisoformat(DAILY_START), datetime.now(UTC).date()
     if day < first:

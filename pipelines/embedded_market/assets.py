@@ -7,10 +7,10 @@ from typing import Any
 
 import dagster as dg
 
+from pipelines.daily import in_daily_job
 from pipelines.embedded_market.market import write_embedded_news, write_embedded_prices
 from pipelines.embedded_market.universe import split_instruments
-from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.runs import RunOptions, run_days, single_run
+from pipelines.runs import RunOptions, run_days
 from pipelines.settings import PipelineSettings
 
 
@@ -33,8 +33,6 @@ def build_embedded_prices_asset(settings: PipelineSettings) -> dg.AssetsDefiniti
     def build() -> dg.AssetsDefinition:
         @dg.asset(
             name="embedded_market_prices",
-            partitions_def=DAILY_PARTITIONS,
-            backfill_policy=dg.BackfillPolicy.single_run(),
             group_name="sources",
             description=(
                 "Deterministic embedded market: instrument lists and daily price files of every "
@@ -45,7 +43,7 @@ def build_embedded_prices_asset(settings: PipelineSettings) -> dg.AssetsDefiniti
             context: dg.AssetExecutionContext, run_options: RunOptions
         ) -> dg.MaterializeResult:
             run = run_options.settings(settings)
-            through = price_day(run, run_days(context).through)
+            through = price_day(run, run_days(run_options).through)
             written: dict[str, Any] = {}
             for market in run_options.markets:
                 manifest = write_embedded_prices(
@@ -69,7 +67,7 @@ def build_embedded_prices_asset(settings: PipelineSettings) -> dg.AssetsDefiniti
 
         return embedded_market_prices
 
-    return single_run(build)
+    return in_daily_job(build())
 
 
 def build_embedded_news_asset(settings: PipelineSettings) -> dg.AssetsDefinition:

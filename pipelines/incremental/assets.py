@@ -19,6 +19,7 @@ import polars as pl
 
 from pipelines.catalog import Table
 from pipelines.check_rows import markdown
+from pipelines.daily import in_daily_job
 from pipelines.incremental.runner import (
     Domain,
     DomainRun,
@@ -28,8 +29,7 @@ from pipelines.incremental.runner import (
     stage_market,
 )
 from pipelines.incremental.shards import Shard
-from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
@@ -111,12 +111,10 @@ def domain_asset(
             descriptions_by_output_name={t.name: t.description for t in outputs},
             code_versions_by_output_name=dict.fromkeys(outs, version),
             check_specs=check_specs,
-            partitions_def=DAILY_PARTITIONS,
-            backfill_policy=dg.BackfillPolicy.single_run(),
             group_name=group,
         )
 
-    return single_run(build)
+    return in_daily_job(build())
 
 
 def mapping_key(shard: Shard) -> str:

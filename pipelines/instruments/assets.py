@@ -6,13 +6,13 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
+from pipelines.daily import in_daily_job
 from pipelines.incremental.tables import stage_market_file
 from pipelines.instruments.validate import validate_instruments
-from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices import checks
 from pipelines.prices.assets import EMBEDDED_PRICES, check_result, rejects_result
 from pipelines.prices.sources.config import SourceRegistry
-from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 
@@ -39,8 +39,6 @@ def build_instruments(embedded: bool) -> dg.AssetsDefinition:
                 ),
                 dg.AssetSpec(INSTRUMENT_REJECTS.name, description=INSTRUMENT_REJECTS.description),
             ],
-            partitions_def=DAILY_PARTITIONS,
-            backfill_policy=dg.BackfillPolicy.single_run(),
             check_specs=specs,
             group_name="raw",
         )
@@ -81,4 +79,4 @@ def build_instruments(embedded: bool) -> dg.AssetsDefinition:
 
         return raw_instruments
 
-    return single_run(build)
+    return in_daily_job(build())

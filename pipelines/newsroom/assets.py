@@ -26,14 +26,14 @@ from pipelines.catalog.newsroom import (
 )
 from pipelines.catalog.state import BRIEFS_STATE
 from pipelines.check_rows import markdown
+from pipelines.daily import in_daily_job
 from pipelines.incremental.tables import counted_rows, scan, stage_market_file, stored_rows
 from pipelines.newsroom import analyses, checks
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.update import MarketBriefs, new_briefs, update_briefs, update_sentiment
 from pipelines.newsroom.writing.facts import MONTH_DAYS, RSI_PERIOD, SMA_PERIODS, WEEK_DAYS
 from pipelines.newsroom.writing.writer import Writer
-from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
@@ -242,8 +242,6 @@ def build_analyses_assets() -> dg.AssetsDefinition:
                     deps=list(ANALYSIS_INPUTS),
                 ),
             ],
-            partitions_def=DAILY_PARTITIONS,
-            backfill_policy=dg.BackfillPolicy.single_run(),
             group_name="newsroom",
             check_specs=specs,
         )
@@ -286,7 +284,7 @@ def build_analyses_assets() -> dg.AssetsDefinition:
 
         return newsroom_analyses
 
-    return single_run(build)
+    return in_daily_job(build())
 
 
 def _write_market(tx: RunTransaction, writer: Writer, market: str) -> tuple[pl.DataFrame, ...]:

@@ -11,12 +11,12 @@ import polars as pl
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_REJECTS
 from pipelines.catalog.state import PRICE_STATE
 from pipelines.check_rows import markdown
+from pipelines.daily import in_daily_job
 from pipelines.incremental.tables import stored_rows
-from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices import checks
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.prices.update import MarketPrices, Request, update_market
-from pipelines.runs import RunDays, RunOptions, run_days, single_run, step_name
+from pipelines.runs import RunDays, RunOptions, run_days, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
@@ -208,8 +208,6 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 ),
                 dg.AssetSpec(PRICE_REJECTS.name, description=PRICE_REJECTS.description),
             ],
-            partitions_def=DAILY_PARTITIONS,
-            backfill_policy=dg.BackfillPolicy.single_run(),
             check_specs=specs,
             group_name="raw",
         )
@@ -220,7 +218,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             run_options: RunOptions,
         ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
             tx = warehouse.transaction(context.run.run_id, step_name(context))
-            days = run_days(context)
+            days = run_days(run_options)
             requests = [_request(tx, market, days, run_options) for market in run_options.markets]
             results = [update_market(tx, price_sources.for_market(r.market), r) for r in requests]
             # One shard's bars at a time: the step's memory stays that of a shard.
@@ -233,6 +231,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 asset_key=DAILY_PRICES.name,
                 metadata={
                     **row_counts(tx, DAILY_PRICES.name, found.rows),
+                    "through": str(days.through),
                     "newest_date": str(found.newest) if found.newest is not None else "none",
                     "markets": dg.MetadataValue.json(_summary(results)),
                 },
@@ -249,7 +248,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
 
         return raw_daily_prices
 
-    return single_run(build)
+    return in_daily_job(build())
 
 
 def _request(tx: RunTransaction, market: str, days: RunDays, options: RunOptions) -> Request:

@@ -57,7 +57,8 @@ def test_materialize_records_multiprocess_runs_on_postgres(tmp_path: Path, postg
     with open_instance(load_settings(env)) as instance:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
         (run,) = instance.get_runs()
-        assert run.tags["dagster/partition"] == load_settings(env).resolved_end_date().isoformat()
+        day = run.run_config["resources"]["run_options"]["config"]["day"]  # type: ignore[index]
+        assert day == load_settings(env).resolved_end_date().isoformat()
         assert run.status == dg.DagsterRunStatus.SUCCESS
         workers = instance.get_records_for_run(
             run.run_id, of_type=dg.DagsterEventType.STEP_WORKER_STARTED

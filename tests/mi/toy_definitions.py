@@ -14,9 +14,9 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
+from pipelines.daily import in_daily_job
 from pipelines.definitions import build_definitions
-from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.runs import RunOptions, single_run, step_name
+from pipelines.runs import RunOptions, step_name
 from pipelines.settings import PipelineSettings, load_settings
 from pipelines.warehouse.resource import WarehouseResource
 
@@ -24,8 +24,6 @@ from pipelines.warehouse.resource import WarehouseResource
 def _build() -> dg.AssetsDefinition:
     @dg.multi_asset(
         specs=[dg.AssetSpec(INSTRUMENTS.name), dg.AssetSpec(INSTRUMENT_REJECTS.name)],
-        partitions_def=DAILY_PARTITIONS,
-        backfill_policy=dg.BackfillPolicy.single_run(),
         check_specs=[
             dg.AssetCheckSpec("symbols_unique", asset=INSTRUMENTS.name),
             dg.AssetCheckSpec("no_rejects", asset=INSTRUMENT_REJECTS.name),
@@ -87,7 +85,7 @@ def _build() -> dg.AssetsDefinition:
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    return dg.Definitions(assets=[single_run(_build)])
+    return dg.Definitions(assets=[in_daily_job(_build())])
 
 
 @dg.definitions

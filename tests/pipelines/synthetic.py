@@ -15,7 +15,6 @@ import polars as pl
 
 from pipelines.catalog import WEEKDAY_MARKETS
 from pipelines.incremental.runner import Domain, DomainRun, run_market
-from pipelines.partitions import DAILY_PARTITIONS
 from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
 from pipelines.prices.update import Request, update_market
 from pipelines.runs import RunOptions, build_publish
@@ -128,13 +127,12 @@ def materialize_daily(
 ) -> dg.ExecuteInProcessResult:
     """Materialize `assets` of the daily job for `day` and `markets`, then publish the run."""
     keys = [key.to_user_string() for asset in assets for key in asset.keys]
-    publish = build_publish(DAILY_PUBLISH, keys, DAILY_PARTITIONS, "test publish")
+    publish = build_publish(DAILY_PUBLISH, keys, True, "test publish")
     return dg.materialize(
         [*assets, publish],
-        partition_key=day.isoformat(),
         resources={
             "warehouse": WarehouseResource(warehouse_dir=str(warehouse.root)),
-            "run_options": RunOptions(markets=list(markets)),
+            "run_options": RunOptions(markets=list(markets), day=day.isoformat()),
             **(resources or {}),
         },
         raise_on_error=True,

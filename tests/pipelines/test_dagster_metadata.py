@@ -39,25 +39,46 @@ def _latest(data_dir: Path, table: str) -> dict[str, object]:
     return {k: v.value for k, v in event.asset_materialization.metadata.items()}
 
 
-def test_row_counts_are_the_tables_and_the_runs_after_a_first_load_and_a_day(
-    tmp_path: Path,
-) -> None:
-    data_dir = tmp_path / "data"
-    warehouse = Warehouse(data_dir / "warehouse")
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir after a first load of the tests' embedded market (the day test adds a day)."""
+    data_dir = tmp_path_factory.mktemp("dagster-metadata") / "data"
     _materialize(data_dir, "2026-03-02")
-    loaded = _latest(data_dir, DAILY_PRICES.name)
-    first = warehouse.read(DAILY_PRICES).height
-    assert loaded["dagster/row_count"] == first
+    return data_dir
+
+
+def test_after_a_first_load_every_asset_is_materialized_and_none_has_missing_days(
+    loaded: Path,
+) -> None:
+    """Rule: the UI shows a complete warehouse as complete (it showed 1,065 of 1,066 days
+    missing): no asset is partitioned, every one has its materialization, and a table's row
+    count is its rows."""
+    settings = load_settings({"MI_DATA_DIR": str(loaded)})
+    graph = build_definitions(settings).resolve_asset_graph()
+    keys = graph.materializable_asset_keys
+    assert all(graph.get(key).partitions_def is None for key in keys)
+    with open_instance(settings) as instance:
+        missing = [k for k in keys if instance.get_latest_materialization_event(k) is None]
+        (run,) = [r for r in instance.get_runs(limit=1) if r.job_name == "daily_update"]
+    assert missing == []
+    assert run.run_config["resources"]["run_options"]["config"]["day"] == "2026-03-02"  # type: ignore[index]
+    prices = _latest(loaded, DAILY_PRICES.name)
+    assert prices["dagster/row_count"] == Warehouse(loaded / "warehouse").read(DAILY_PRICES).height
     # A first load's last run is its second daily pass (after the news), which finds no new bar:
     # the table's rows stay the count, what the run wrote is its own.
-    assert loaded[ROWS_WRITTEN] == 0
+    assert prices[ROWS_WRITTEN] == 0
 
-    _materialize(data_dir, "2026-03-03", "--job", "daily")  # a Tuesday: every market trades
-    day = _latest(data_dir, DAILY_PRICES.name)
+
+def test_a_day_counts_the_tables_rows_and_the_runs_apart(loaded: Path) -> None:
+    warehouse = Warehouse(loaded / "warehouse")
+    first = warehouse.read(DAILY_PRICES).height
+    _materialize(loaded, "2026-03-03", "--job", "daily")  # a Tuesday: every market trades
+    day = _latest(loaded, DAILY_PRICES.name)
     after = warehouse.read(DAILY_PRICES).height
     assert day["dagster/row_count"] == after
     assert day[ROWS_WRITTEN] == after - first == int(INSTRUMENTS)
-    trends = _latest(data_dir, TREND_HISTORY.name)
+    assert day["through"] == "2026-03-03"
+    trends = _latest(loaded, TREND_HISTORY.name)
     assert trends["dagster/row_count"] == warehouse.read(TREND_HISTORY).height
 
 

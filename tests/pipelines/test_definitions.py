@@ -13,7 +13,7 @@ import pytest
 
 from pipelines import definitions
 from pipelines.catalog import TABLES
-from pipelines.partitions import DAILY_PARTITIONS
+from pipelines.daily import DAILY_TAGS
 from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH, RUN_TAG
 from pipelines.settings import load_settings
 from pipelines.warehouse.resource import WarehouseResource
@@ -73,18 +73,21 @@ NEWS_ASSETS = {
     "sentiment_topics",
     NEWS_PUBLISH,
 }
-"""The news refresh's assets (unpartitioned); every other asset is the daily job's, by day."""
+"""The news refresh's assets; every other asset is the daily job's (tagged `mi/job: daily`)."""
 
 
-def test_the_news_assets_are_unpartitioned_and_the_others_partitioned_by_day(
+def test_no_asset_is_partitioned_and_the_daily_ones_are_tagged_for_their_job(
     defs: dg.Definitions,
 ) -> None:
+    """Rule: a carried-state asset is brought to a day by one run, so it has no partitions whose
+    status could differ from the data (Dagster showed 1,065 of 1,066 days "missing")."""
     graph = defs.resolve_asset_graph()
     for key in graph.materializable_asset_keys:
         node = graph.get(key)
         name = key.path[-1]
-        expected = None if name in NEWS_ASSETS else DAILY_PARTITIONS
-        assert node.partitions_def == expected, key
+        assert node.partitions_def is None, key
+        expected = {} if name in NEWS_ASSETS else DAILY_TAGS
+        assert {k: v for k, v in node.tags.items() if k in DAILY_TAGS} == expected, key
         assert name in TABLES or name.startswith("embedded_market") or name.endswith("_publish"), (
             key
         )
@@ -129,7 +132,10 @@ def test_the_daily_schedule_closes_the_day_that_just_ended(defs: dg.Definitions)
         repository_def=defs.get_repository_def(), scheduled_execution_time=when
     ) as context:
         requests = list(schedule.evaluate_tick(context).run_requests or [])
-    assert [(r.partition_key, r.run_key) for r in requests] == [("2026-01-01", "2026-01-01")]
+    assert [r.run_key for r in requests] == ["2026-01-01"]
+    assert requests[0].run_config == {
+        "resources": {"run_options": {"config": {"day": "2026-01-01"}}}
+    }
 
 
 def test_the_news_refreshes_every_fifteen_minutes_by_default(defs: dg.Definitions) -> None:

@@ -137,7 +137,8 @@ def test_materialize_attaches_row_counts_rejects_and_newest_date(
         for m in result.asset_materializations_for_node("raw_daily_prices")
         if m.asset_key == dg.AssetKey("daily_prices")
     ]
-    assert event.partition == "2024-01-09"
+    assert event.partition is None  # no partitions: the run brought the table through its day
+    assert event.metadata["through"].value == "2024-01-09"
     assert event.metadata["dagster/row_count"].value == 7
     assert event.metadata["mi/rows_written"].value == 7
     assert event.metadata["newest_date"].value == "2024-01-08"

@@ -17,8 +17,7 @@ import pytest
 from pyarrow.fs import FileType
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
-from pipelines.partitions import DAILY_PARTITIONS
-from pipelines.runs import RunOptions, build_publish, single_run
+from pipelines.runs import RunOptions, build_publish
 from pipelines.warehouse.commits import CommitConflictError
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
 from pipelines.warehouse.resource import WarehouseResource
@@ -44,11 +43,7 @@ def location(endpoint: str) -> S3Location:
 
 def build_instruments() -> dg.AssetsDefinition:
     def build() -> dg.AssetsDefinition:
-        @dg.asset(
-            name=INSTRUMENTS.name,
-            partitions_def=DAILY_PARTITIONS,
-            backfill_policy=dg.BackfillPolicy.single_run(),
-        )
+        @dg.asset(name=INSTRUMENTS.name)
         def instruments(
             context: dg.AssetExecutionContext, warehouse: WarehouseResource, run_options: RunOptions
         ) -> None:
@@ -59,18 +54,20 @@ def build_instruments() -> dg.AssetsDefinition:
 
         return instruments
 
-    return single_run(build)
+    return build()
 
 
 def test_the_warehouse_resource_writes_a_run_to_an_s3_root(location: S3Location) -> None:
     """Configuration alone (an s3:// warehouse_dir) sends a run's tables to object storage, where
     its publish step commits them; the DuckDB views query the manifest's objects."""
     resource = WarehouseResource(warehouse_dir=location.url, s3_endpoint_url=location.endpoint_url)
-    publish = build_publish("daily_publish", [INSTRUMENTS.name], DAILY_PARTITIONS, "test")
+    publish = build_publish("daily_publish", [INSTRUMENTS.name], True, "test")
     result = dg.materialize(
         [build_instruments(), publish],
-        partition_key="2026-03-02",
-        resources={"warehouse": resource, "run_options": RunOptions(markets=["crypto", "forex"])},
+        resources={
+            "warehouse": resource,
+            "run_options": RunOptions(markets=["crypto", "forex"], day="2026-03-02"),
+        },
     )
     assert result.success
     manifest = ObjectWarehouse(location).manifest()

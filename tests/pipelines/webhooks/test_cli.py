@@ -67,7 +67,7 @@ def test_an_unknown_subscription_and_a_refused_url_are_clear_errors(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     code, output = run(env, "test", "nobody")
-    assert code == 1
+    assert code == 2  # bad input: one line, exit 2
     assert "no subscription 'nobody'" in output
     Path(env["MI_WEBHOOKS"]).write_text(
         '[[subscriptions]]\nid = "plain"\nurl = "http://hooks.example.com/x"\n'
@@ -75,5 +75,5 @@ def test_an_unknown_subscription_and_a_refused_url_are_clear_errors(
         encoding="utf-8",
     )
     code, output = run(env, "list")
-    assert code == 1
+    assert code == 2  # bad configuration
     assert "HTTPS only" in output
