@@ -5,8 +5,10 @@ import dagster as dg
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, TREND_SEGMENTS
 from pipelines.catalog import trades as catalog
 from pipelines.incremental.assets import domain_asset
+from pipelines.runs import RunOptions
 from pipelines.simulator.checks import CHECKS
 from pipelines.simulator.update import SimulatorConfig, simulator_domain
+from pipelines.warehouse.resource import WarehouseResource
 
 
 def build_trade_simulator(config: SimulatorConfig) -> dg.AssetsDefinition:
@@ -19,3 +21,44 @@ def build_trade_simulator(config: SimulatorConfig) -> dg.AssetsDefinition:
         group="simulator",
         checks={key: text for key, (text, _) in CHECKS.items()},
     )
+
+
+POSITIONS_CHECK = "every_market_has_a_position"
+
+
+def build_positions_check() -> dg.AssetChecksDefinition:
+    """WARN when a market of the run has nothing to recommend on its latest day: no strategy holds
+    any of its instruments (every current action Stay or Sell), so get-recommendations answers
+    `[]` for it whatever `min_score`. Real markets rarely do (docs/trade-simulator.md); a demo
+    market that does shows an empty route."""
+
+    @dg.asset_check(
+        asset=catalog.RECOMMENDATIONS.name,
+        name=POSITIONS_CHECK,
+        description="Every market of the run has a symbol some strategy is long on (WARN).",
+    )
+    def every_market_has_a_position(
+        context: dg.AssetCheckExecutionContext,
+        warehouse: WarehouseResource,
+        run_options: RunOptions,
+    ) -> dg.AssetCheckResult:
+        # The run's view of the table: its staged rows before the publish step, the committed
+        # ones after (the check is not ordered against that step).
+        tx = warehouse.transaction(context.run.run_id, POSITIONS_CHECK)
+        held = {
+            market: sum(
+                f.rows for f in tx.partitions(catalog.RECOMMENDATIONS.name, market).values()
+            )
+            for market in run_options.markets
+        }
+        empty = sorted(market for market, count in held.items() if count == 0)
+        return dg.AssetCheckResult(
+            passed=not empty,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "positions_by_market": dg.MetadataValue.json(held),
+                "empty_markets": ", ".join(empty) or "none",
+            },
+        )
+
+    return every_market_has_a_position

@@ -3,12 +3,17 @@
 from datetime import date, timedelta
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import numpy as np
 import polars as pl
 
-from pipelines.catalog import INSTRUMENTS, SCORECARDS, TREND_SEGMENTS
-from pipelines.simulator.assets import build_trade_simulator
+from pipelines.catalog import INSTRUMENTS, RECOMMENDATIONS, SCORECARDS, TREND_SEGMENTS
+from pipelines.simulator.assets import (
+    POSITIONS_CHECK,
+    build_positions_check,
+    build_trade_simulator,
+)
 from pipelines.simulator.update import SimulatorConfig
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.synthetic import load_prices, materialize_daily
@@ -141,3 +146,41 @@ def test_scorecards_follow_a_renamed_instrument_and_a_new_trend_without_new_bars
     assert set(cards["name"]) == {"New"}
     assert cards.row(0, named=True)["trend"] == "down"
     assert warehouse.manifest().files("backtest_trades") == trades  # type: ignore[union-attr]
+
+
+def _positions_check(warehouse: Warehouse, market: str) -> dg.AssetCheckEvaluation:
+    result = materialize_daily(
+        warehouse,
+        [build_trade_simulator(SimulatorConfig()), build_positions_check()],  # type: ignore[list-item]
+        LAST,
+        [market],
+    )
+    (evaluation,) = [
+        c for c in result.get_asset_check_evaluations() if c.check_name == POSITIONS_CHECK
+    ]
+    return evaluation
+
+
+def test_a_market_some_strategy_is_long_on_passes_the_positions_check(tmp_path: Path) -> None:
+    warehouse = stored_market(tmp_path, "crypto", trends=True)
+    evaluation = _positions_check(warehouse, "crypto")
+    held = warehouse.read(RECOMMENDATIONS, ["crypto"]).height
+    assert held > 0
+    assert evaluation.passed
+    assert evaluation.metadata["positions_by_market"].value == {"crypto": held}
+
+
+def test_a_market_with_nothing_to_recommend_warns(tmp_path: Path) -> None:
+    """Rule: a market whose latest day has no position (every series falling) is named, WARN."""
+    warehouse = Warehouse(tmp_path / "warehouse")
+    falling = small_market("stocks").with_columns(
+        (pl.lit(1000.0) * (0.995 ** pl.int_range(pl.len()).over("symbol"))).alias("close")
+    )
+    falling = falling.with_columns(open=pl.col("close"), high=pl.col("close") * 1.01, low=pl.col("close") * 0.99)  # fmt: skip
+    load_prices(warehouse, falling.drop("market", "timestamp", "source"), "stocks", LAST)
+    warehouse.write(INSTRUMENTS, "stocks", instruments("stocks"))
+    evaluation = _positions_check(warehouse, "stocks")
+    assert warehouse.read(RECOMMENDATIONS, ["stocks"]).height == 0
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.metadata["empty_markets"].value == "stocks"
