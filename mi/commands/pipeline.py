@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import importlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
@@ -25,7 +26,6 @@ from pipelines.settings import PipelineSettings, load_settings
 
 if TYPE_CHECKING:
     import dagster as dg
-    from dagster._utils.error import SerializableErrorInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """Where `dagster.yaml` lives (the instance `make dagster` opens)."""
@@ -190,7 +190,19 @@ def _step_name(key: str) -> str:
     return f"{domain} {market}/{shard}"
 
 
-def _root_cause(event: dg.DagsterEvent) -> SerializableErrorInfo | None:
+class ErrorInfo(Protocol):
+    """What a step failure's error says (Dagster's serialized error, as its events carry it)."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def cause(self) -> ErrorInfo | None: ...
+
+    def to_string(self) -> str: ...
+
+
+def _root_cause(event: dg.DagsterEvent) -> ErrorInfo | None:
     # The outermost error is Dagster's wrapper; the innermost names what went wrong in our code.
     error = event.step_failure_data.error if event.step_failure_data else None
     while error is not None and error.cause is not None:
@@ -223,33 +235,39 @@ def open_instance(settings: PipelineSettings) -> dg.DagsterInstance:
     SQLite files under `<data_dir>/dagster/storage` (dagster.yaml's default).
     """
     import dagster as dg
-    from dagster._core.instance.ref import InstanceRef
+    import yaml
 
     home = settings.data_dir / "dagster"
     home.mkdir(parents=True, exist_ok=True)
-    overrides = _storage(home, settings.dagster_postgres_url)
-    ref = InstanceRef.from_dir(str(home), config_dir=str(REPO_ROOT), overrides=overrides)
+    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
+    config.update(_storage(home, settings.dagster_postgres_url))
+    written = yaml.safe_dump(config, sort_keys=False)
     # A new instance's SQLite storages create their tables and stamp their schema version as
     # they open. Two commands opening a new data dir at once (a deployment's first daily run and
     # its first news refresh) stamped it twice, and every later command failed on Alembic's
     # "more than one head". So instances open one at a time (the lock is held for milliseconds
-    # once the files exist).
+    # once the files exist), and the instance's own dagster.yaml is written under the lock.
     with (home / "open.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return dg.DagsterInstance.from_ref(ref)
+        target = home / "dagster.yaml"
+        if not target.exists() or target.read_text() != written:
+            scratch = home / f".dagster.yaml.{os.getpid()}.tmp"
+            scratch.write_text(written)
+            os.replace(scratch, target)
+        return dg.DagsterInstance.from_config(str(home))
 
 
 def _storage(home: Path, postgres_url: str | None) -> dict[str, object]:
-    # dagster.yaml's paths are relative to the repo root; these make them absolute under home.
+    """The repo dagster.yaml's entries whose paths are relative to the repo root, made absolute
+    under `home`, and the storage on PostgreSQL when a URL is set."""
+
     def configured(module: str, cls: str, base_dir: Path) -> dict[str, object]:
         return {"module": module, "class": cls, "config": {"base_dir": str(base_dir)}}
-
-    from pipelines.instance import storage_config
 
     storage = (
         {"postgres": {"postgres_url": psycopg2_url(postgres_url)}}
         if postgres_url
-        else storage_config(str(home / "storage"))
+        else {"sqlite": {"base_dir": str(home / "storage")}}
     )
     return {
         "storage": storage,
