@@ -13,7 +13,7 @@ The loop is Dagster's own (`inner_plan_execution_iterator`): the run's `ActiveEx
 what is ready and takes every event, on this (the orchestrating) thread only; each step's event
 sequence is produced on a worker thread, which writes the events to the instance as it goes, as
 the in-process executor does. The instance's storages take events from several threads: SQLite
-through `pipelines.instance` (one lock per instance), PostgreSQL through SQLAlchemy's pool.
+through Dagster's own lock per database, PostgreSQL through SQLAlchemy's pool.
 
 An interrupt (Ctrl-C) reaches the orchestrating thread only: the run stops handing out steps and
 waits for those in flight to end (a thread cannot be stopped from outside); their files stay
@@ -223,7 +223,6 @@ def execute_in_threads(
     run_config: dict[str, Any],
     run_id: str,
     tags: dict[str, str],
-    partition_key: str | None = None,
 ) -> bool:
     """`job.execute_in_process`, with this module's executor instead of the serial one that
     `execute_in_process` always puts in place of the job's: a run of this process whose events
@@ -241,7 +240,7 @@ def execute_in_threads(
         raise_on_error=False,
         run_tags=merge_run_tags(
             job_def=job,
-            partition_key=partition_key,
+            partition_key=None,  # the daily job is not partitioned (pipelines/daily.py)
             tags=tags,
             asset_selection=None,
             instance=instance,

@@ -123,9 +123,10 @@ def _preview(data: dict[str, Any]) -> tuple[str, dict[str, Any], int, int]:
     lists = {name: value for name, value in data.items() if isinstance(value, list)}
     if not lists:
         return "", data, 0, 0
-    field = max(lists, key=lambda name: len(msgspec.json.encode(lists[name])))
+    sizes = {name: len(msgspec.json.encode(value)) for name, value in lists.items()}
+    field = max(sizes, key=sizes.__getitem__)
     items = lists[field]
-    each = max(1, len(msgspec.json.encode(items)) // max(1, len(items)))
+    each = max(1, sizes[field] // max(1, len(items)))
     keep = max(2, (PREVIEW_TOKENS * BYTES_PER_TOKEN) // each)
     if keep >= len(items):
         return field, data, len(items), len(items)
