@@ -362,7 +362,9 @@ def _crypto(n: int, rng: np.random.Generator) -> Universe:
     specs = list(CRYPTO[:n])
     taken = {s.symbol for s in CRYPTO}
     specs += _extras(rng, n - len(specs), taken, _CRYPTO_SUFFIXES, (0.0005, 40), (0.055, 0.075))
-    rho = rng.uniform(0.58, 0.80, size=n)
+    # Large coins move with the market and small caps on their own news (alt-BTC correlation
+    # falls with market cap): the loading falls with rank, from 0.85 to 0.50, give or take 0.05.
+    rho = np.linspace(0.85, 0.50, n) + rng.uniform(-0.05, 0.05, size=n)
     rho[0] = 0.97  # BTC is nearly the market factor itself
     return _from_specs("crypto", specs, rho, _zipf(n, 28e9, 1.5) + 2e6)
 
