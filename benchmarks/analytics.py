@@ -158,7 +158,7 @@ def layer_job(markets: list[tuple[str, pl.DataFrame, pl.DataFrame]]) -> dict[str
 
     steps = {"indicator_snapshots_s": 0.0, "trends_s": 0.0, "simulator_s": 0.0}
     rows = 0
-    for _, bars, instruments in markets:
+    for market, bars, instruments in markets:
         start = time.perf_counter()
         rows += all_periods_frame(bars).height
         steps["indicator_snapshots_s"] += time.perf_counter() - start
@@ -166,7 +166,7 @@ def layer_job(markets: list[tuple[str, pl.DataFrame, pl.DataFrame]]) -> dict[str
         _, segments, _ = full_tables(bars, int(time.time() * 1000))
         steps["trends_s"] += time.perf_counter() - start
         start = time.perf_counter()
-        simulation = simulate(bars, Costs())
+        simulation = simulate(bars, Costs(), market)
         actions = scoring.simulated_actions(simulation)
         scoring.scorecards(simulation.summaries, actions, instruments, segments)
         steps["simulator_s"] += time.perf_counter() - start

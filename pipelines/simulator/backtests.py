@@ -207,31 +207,35 @@ def signals_frame(bars: pl.DataFrame, strategies: tuple[str, ...] = STRATEGIES) 
 
 
 def simulate(
-    bars: pl.DataFrame, costs: Costs, strategies: tuple[str, ...] = STRATEGIES
+    bars: pl.DataFrame, costs: Costs, market: str, strategies: tuple[str, ...] = STRATEGIES
 ) -> Simulation:
     """`simulate_with_signals` on the strategies' signals from each symbol's first bar."""
     ordered = bars.sort("symbol", "date")
-    return simulate_with_signals(ordered, signals_frame(ordered, strategies), costs, strategies)
+    signals = signals_frame(ordered, strategies)
+    return simulate_with_signals(ordered, signals, costs, market, strategies)
 
 
 def simulate_with_signals(
     bars: pl.DataFrame,
     signals: pl.DataFrame,
     costs: Costs,
+    market: str,
     strategies: tuple[str, ...] = STRATEGIES,
 ) -> Simulation:
-    """Backtest every strategy over `years` = 1..ceil(history) of each symbol (at most 20).
+    """Backtest every strategy over `years` = 1..ceil(history) of each symbol (at most 20), with
+    its exit rules in `market` (`Strategy.rules`).
 
     `signals` holds `{strategy}_entry` and `{strategy}_exit` booleans (no nulls) for every bar of
     `bars` sorted by symbol then date, row for row (as `signals_frame` returns them). The window of
     `years` starts at the symbol's last day minus that many calendar years; `full_history` marks a
     window that starts on the symbol's first bar (the whole history).
     """
-    market = load_market(bars)
-    if signals.height != len(market.days):
-        raise ValueError(f"{signals.height} rows of signals for {len(market.days)} bars")
+    loaded = load_market(bars)
+    if signals.height != len(loaded.days):
+        raise ValueError(f"{signals.height} rows of signals for {len(loaded.days)} bars")
     columns = [f"{name}_{side}" for name in strategies for side in ("entry", "exit")]
-    return _simulate(market, {c: _mask(signals[c]) for c in columns}, costs, strategies)
+    masks = {c: _mask(signals[c]) for c in columns}
+    return _simulate(loaded, masks, costs, strategies, market)
 
 
 def _mask(signal: pl.Series) -> Mask:
@@ -287,7 +291,11 @@ def _windows(market: Market) -> _Windows:
 
 
 def _simulate(
-    market: Market, signals: dict[str, Mask], costs: Costs, strategies: tuple[str, ...]
+    market: Market,
+    signals: dict[str, Mask],
+    costs: Costs,
+    strategies: tuple[str, ...],
+    market_name: str,
 ) -> Simulation:
     windows = _windows(market)
     all_trades, all_summaries, all_states = [], [], []
@@ -300,7 +308,7 @@ def _simulate(
             signals[f"{name}_exit"],
             windows.column,
             windows.start,
-            strategy.rules,
+            strategy.rules(market_name),
             costs,
         )
         trades = _trade_frame(market, runs, windows.column)

@@ -155,16 +155,17 @@ def resume(
     new_bars: pl.DataFrame,
     new_signals: pl.DataFrame,
     costs: Costs,
+    market: str,
     closed_trades: ClosedTrades,
 ) -> Resumed:
     """The carried windows (from `start_bars`) over their symbols' new bars: `new_bars` (symbol,
     date, close, high, low) and `new_signals` (the strategies' columns), row for row, by symbol
-    then date."""
+    then date, with the strategies' exit rules in `market`."""
     symbols = windows["symbol"].unique().sort()
     bars = _flat(new_bars, symbols)
     done = [
         _strategy(windows.filter(pl.col("strategy") == name).sort(WINDOW), stored, new_bars,
-                  new_signals, bars, symbols, name, costs)
+                  new_signals, bars, symbols, name, costs, market)
         for name in windows["strategy"].unique().sort().to_list()
     ]  # fmt: skip
     trades = pl.concat([d.trades for d in done])
@@ -230,8 +231,9 @@ def _strategy(
     symbols: pl.Series,
     name: str,
     costs: Costs,
+    market: str,
 ) -> _Done:
-    """One strategy's carried windows (`mine`, sorted by symbol and years)."""
+    """One strategy's carried windows (`mine`, sorted by symbol and years) in `market`."""
     column = (
         mine.select("symbol")
         .join(
@@ -274,7 +276,7 @@ def _strategy(
         new_signals[f"{name}_exit"].to_numpy(),
         column,
         carried,
-        BY_NAME[name].rules,
+        BY_NAME[name].rules(market),
         costs,
     )
     trades = _trade_rows(runs, mine, open_trades, new_bars, bars, column)

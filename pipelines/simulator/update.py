@@ -132,6 +132,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             advanced.new_bars.filter(wanted),
             advanced.new_signals.filter(wanted),
             config.costs,
+            work.shard.market,
             lambda symbols: _closed_trades(work, symbols),
         )
         dropped = on.dropped
@@ -340,7 +341,9 @@ def _backtests(
     # The signal columns alone: the market's strings would only add to the read and the sort.
     storage, columns = work.tx.store.storage, backtests.SIGNAL_COLUMNS
     stored = read_symbols(storage, STRATEGY_SIGNALS, signal_files, symbols, columns=columns)
-    sim = backtests.simulate_with_signals(history, stored, config.costs, config.strategies)
+    sim = backtests.simulate_with_signals(
+        history, stored, config.costs, work.shard.market, config.strategies
+    )
     frames = {
         catalog.BACKTEST_TRADES.name: sim.trades,
         catalog.BACKTEST_SUMMARIES.name: sim.summaries,

@@ -24,7 +24,7 @@ from pipelines.simulator.engine import (
     Result,
     Rows,
 )
-from pipelines.simulator.strategies import BY_NAME, Strategy
+from pipelines.simulator.strategies import BY_NAME
 from tests.pipelines.simulator.numpy_signals import NUMPY_SIGNALS, Signals
 
 DAYS_PER_YEAR = 365.25
@@ -398,18 +398,19 @@ def _summary_frame(
 
 
 def run_window(
-    market: Market, strategy: Strategy, signals: Signals, start: Rows, costs: Costs
+    market: Market, rules: ExitRules, signals: Signals, start: Rows, costs: Costs
 ) -> tuple[Result, pl.DataFrame, pl.DataFrame]:
-    """One engine run of `strategy` from the `start` rows: the result, its trades and summaries."""
+    """One engine run of a strategy's `rules` from the `start` rows: the result, its trades and
+    summaries."""
     p = market.prices
-    result = backtest(
-        p.close, p.high, p.low, signals.entry, signals.exit, start, strategy.rules, costs
-    )
+    result = backtest(p.close, p.high, p.low, signals.entry, signals.exit, start, rules, costs)
     trades = _trade_frame(market, result)
     return result, trades, _summary_frame(market, result, trades, start, costs)
 
 
-def simulate(bars: pl.DataFrame, costs: Costs, strategies: tuple[str, ...]) -> Simulation:
+def simulate(
+    bars: pl.DataFrame, costs: Costs, market_name: str, strategies: tuple[str, ...]
+) -> Simulation:
     """Backtest every strategy over `years` = 1..ceil(history) of each symbol (at most 20).
 
     The window of `years` starts at the symbol's last day minus that many calendar years;
@@ -420,18 +421,18 @@ def simulate(bars: pl.DataFrame, costs: Costs, strategies: tuple[str, ...]) -> S
     all_trades, all_summaries = [], []
     full_runs: dict[str, tuple[Result, pl.DataFrame]] = {}
     for name in strategies:
-        strategy = BY_NAME[name]
+        rules = BY_NAME[name].rules(market_name)
         signals = NUMPY_SIGNALS[name](market.prices)
         for years in range(1, int(available.max(initial=1)) + 1):
             start = window_start(market, years)
-            _, trades, summaries = run_window(market, strategy, signals, start, costs)
+            _, trades, summaries = run_window(market, rules, signals, start, costs)
             keep = pl.Series(available >= years)
             window = {"strategy": name, "years": years}
             all_trades.append(_label(trades, keep, window, start == 0))
             all_summaries.append(_label(summaries, keep, window, start == 0))
             if years == 1:
                 zero = np.zeros(len(market.symbols), np.int64)
-                full_runs[name] = run_window(market, strategy, signals, zero, costs)[:2]
+                full_runs[name] = run_window(market, rules, signals, zero, costs)[:2]
     return Simulation(
         trades=pl.concat(all_trades, how="vertical_relaxed"),
         summaries=pl.concat(all_summaries, how="vertical_relaxed"),

@@ -97,8 +97,9 @@ def commission(costs: Costs):  # type: ignore[no-untyped-def]
     ids=["free", "fees_and_slippage"],
 )
 @pytest.mark.parametrize("seed", [1, 7])
+@pytest.mark.parametrize("market", ["stocks", "crypto"])
 def test_backtesting_py_replays_the_same_trades_and_final_value(
-    strategy: Rules, costs: Costs, seed: int
+    strategy: Rules, costs: Costs, seed: int, market: str
 ) -> None:
     data = regime_walk(seed)
     cols = {k: data[k].to_numpy()[:, None] for k in ("High", "Low", "Close")}
@@ -109,10 +110,10 @@ def test_backtesting_py_replays_the_same_trades_and_final_value(
     entry[[0, -1]] = exit_signal[[0, -1]] = False
     ours = backtest(
         cols["Close"], cols["High"], cols["Low"], entry, exit_signal, np.array([0]),
-        strategy.rules, costs,
+        strategy.rules(market), costs,
     )  # fmt: skip
     Replay.entry, Replay.exit = entry[:, 0], exit_signal[:, 0]
-    Replay.rules, Replay.costs = strategy.rules, costs
+    Replay.rules, Replay.costs = strategy.rules(market), costs
     oracle = FractionalBacktest(
         data,
         Replay,

@@ -82,11 +82,11 @@ def assert_same_simulations(ours: Simulation, theirs: numpy_engine.Simulation) -
         )
 
 
-@pytest.mark.parametrize("seed", [2, 3, 4])
-def test_simulate_equals_the_numpy_backtests_bit_for_bit(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "market"), [(2, "stocks"), (3, "crypto"), (4, "forex")])
+def test_simulate_equals_the_numpy_backtests_bit_for_bit(seed: int, market: str) -> None:
     bars = random_market(seed)
-    ours = simulate(bars, COSTS, STRATEGIES)
-    theirs = numpy_engine.simulate(bars, COSTS, STRATEGIES)
+    ours = simulate(bars, COSTS, market, STRATEGIES)
+    theirs = numpy_engine.simulate(bars, COSTS, market, STRATEGIES)
     assert ours.trades.height > 100, "the market must exercise the strategies"
     assert ours.summaries["years"].max() == 4
     assert_same_simulations(ours, theirs)
@@ -96,9 +96,9 @@ def test_simulating_with_the_signals_frame_equals_simulate() -> None:
     bars = random_market(5)
     signals = signals_frame(bars)
     assert signals.columns == list(SIGNAL_COLUMNS)
-    ours = simulate_with_signals(bars, signals, COSTS)
-    assert_same_frames(ours.trades, simulate(bars, COSTS).trades)
-    assert_same_frames(ours.summaries, simulate(bars, COSTS).summaries)
+    ours = simulate_with_signals(bars, signals, COSTS, "stocks")
+    assert_same_frames(ours.trades, simulate(bars, COSTS, "stocks").trades)
+    assert_same_frames(ours.summaries, simulate(bars, COSTS, "stocks").summaries)
 
 
 def test_the_signals_frame_holds_each_bars_strategy_signals_in_symbol_then_date_order() -> None:
@@ -123,8 +123,8 @@ def test_the_signals_frame_holds_each_bars_strategy_signals_in_symbol_then_date_
 def test_bars_in_any_row_order_give_the_same_simulation() -> None:
     bars = random_market(7)
     shuffled = bars.sample(fraction=1.0, shuffle=True, seed=2)
-    ours = simulate(shuffled, COSTS)
-    theirs = simulate(bars, COSTS)
+    ours = simulate(shuffled, COSTS, "stocks")
+    theirs = simulate(bars, COSTS, "stocks")
     assert_same_frames(ours.trades, theirs.trades)
     assert_same_frames(ours.summaries, theirs.summaries)
 
@@ -132,7 +132,7 @@ def test_bars_in_any_row_order_give_the_same_simulation() -> None:
 def test_signals_need_one_row_per_bar() -> None:
     bars = random_market(8)
     with pytest.raises(ValueError, match="rows of signals"):
-        simulate_with_signals(bars, signals_frame(bars).head(10), COSTS)
+        simulate_with_signals(bars, signals_frame(bars).head(10), COSTS, "stocks")
 
 
 def test_null_signals_are_refused() -> None:
@@ -141,4 +141,4 @@ def test_null_signals_are_refused() -> None:
         aggressive_exit=pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(True)
     )
     with pytest.raises(ValueError, match="aggressive_exit"):
-        simulate_with_signals(bars, signals, COSTS)
+        simulate_with_signals(bars, signals, COSTS, "stocks")
