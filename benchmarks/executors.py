@@ -1,5 +1,5 @@
 """The pipeline section's executors: one full materialization run in process, by the multiprocess
-executor, on one and two Celery workers (`mi workers`), and in threads, at the same size.
+executor, and on one and two Celery workers (`mi workers`), at the same size.
 
 Every run records to its own fresh PostgreSQL database (the Celery executor needs a shared
 instance, so the others use one too) and writes a local warehouse in its own data dir, so that only
@@ -36,15 +36,13 @@ class Setup:
 
     @property
     def parallelism(self) -> int:
-        at_once = {"multiprocess": 2, "threads": os.cpu_count() or 1}
+        at_once = {"multiprocess": 2}
         return max(self.workers, at_once.get(self.executor, 1))
 
     @property
     def label(self) -> str:
         if self.executor == "celery":
             return f"celery, {self.workers} worker{'s' if self.workers > 1 else ''}"
-        if self.executor == "threads":
-            return f"threads, {self.parallelism} at a time"
         return "in process" if self.executor == "in_process" else "multiprocess, 2 at a time"
 
 
@@ -53,10 +51,8 @@ SETUPS = (
     Setup("celery", 1),
     Setup("multiprocess", 0),
     Setup("celery", 2),
-    Setup("threads", 0),
 )
-"""Each Celery setup follows the one it is compared with (the same parallelism); the threads
-executor (the default) last, so that it is no Celery setup's baseline."""
+"""Each Celery setup follows the one it is compared with (the same parallelism)."""
 
 
 @contextmanager

@@ -16,7 +16,7 @@ is not) and read-only (a view, never a copy). An array a kernel writes is one th
 shape we know to vary and checks that no kernel compiles a second specialization.
 
 Every kernel is compiled with `nogil=True`: shard steps run side by side in threads of one process
-(pipelines/thread_executor.py), and a kernel that held the GIL for its whole run (a backtest replay,
+(a worker of `mi workers`, Celery's threads pool), and a kernel that held the GIL for its whole run (a backtest replay,
 every period's windowed indicators) stopped the other step's Python between its Polars calls. The
 same test module holds every kernel of the pipeline to it.
 """

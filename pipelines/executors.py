@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from pipelines.settings import PipelineSettings
-from pipelines.thread_executor import thread_executor
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -51,12 +50,10 @@ read per step in flight."""
 
 
 def executor_def(settings: PipelineSettings) -> dg.ExecutorDefinition:
-    """The executor `MI_EXECUTOR` names. Threads of the run's process by default: on 2 cores a
-    process per step costs more than the steps (its start and imports), while two shard steps in
-    threads keep both cores busy (`pipelines.thread_executor`)."""
+    """The executor `MI_EXECUTOR` names. Dagster's in-process executor by default, one step at a
+    time in the run's process: on 2 cores a process per step (multiprocess) costs more than the
+    steps, in its start and the imports of the definitions (docs/pipeline.md, "Executors")."""
     name = settings.executor
-    if name == "threads":
-        return thread_executor
     if name == "multiprocess":
         return dg.multiprocess_executor.configured({"max_concurrent": 2})
     if name == "celery":

@@ -15,7 +15,7 @@ from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
 
 T = TypeVar("T")
 DEFAULT_SEED = 20_260_101
-EXECUTORS = ("threads", "in_process", "multiprocess", "celery", "k8s")
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 """Dagster executors a run can use (`MI_EXECUTOR`), the first the default; k8s needs dagster-k8s,
 which the project does not lock (docs/deployment.md)."""
 CELERY_BROKER_URL = "pyamqp://guest:guest@127.0.0.1:5672//"

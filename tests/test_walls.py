@@ -5,12 +5,17 @@
 - the catalog imports neither `api` nor the rest of the pipeline;
 - `analysis` (charts) reads the warehouse without the API or the command line, and neither the
   pipeline nor the API imports it;
-- no production module (`api`, `pipelines`, `mi`, `analysis`) imports `benchmarks` or `tests`.
+- no production module (`api`, `pipelines`, `mi`, `analysis`) imports `benchmarks` or `tests`;
+- no production module imports a private module of a dependency (`dagster._core`: any module of
+  an installed package with a part that starts with an underscore): those change without notice
+  between releases. The standard library is outside this wall (`re._parser` serves the news
+  grammar's literal gate, `pipelines/newsroom/caseless.py`).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,6 +83,48 @@ def test_neither_the_pipeline_nor_the_api_imports_analysis(part: str) -> None:
 @pytest.mark.parametrize("part", PRODUCTION)
 def test_no_production_module_imports_benchmarks_or_tests(part: str) -> None:
     assert offences(part, ("benchmarks", "tests")) == []
+
+
+def private_imports(part: str) -> list[str]:
+    """`file: module` for every import under `part` of a private module of another package."""
+    own = part.split("/")[0]
+    return [
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in modules_of(part)
+        for module in imported_modules(path)
+        if not within(module, own) and is_private_dependency(module)
+    ]
+
+
+def is_private_dependency(module: str) -> bool:
+    """A module of an installed package (not the standard library) that is not public: one of its
+    dotted names starts with an underscore."""
+    names = module.split(".")
+    return names[0] not in sys.stdlib_module_names and any(
+        name.startswith("_") and not name.startswith("__") for name in names
+    )
+
+
+@pytest.mark.parametrize("part", PRODUCTION)
+def test_no_production_module_imports_a_private_module_of_a_dependency(part: str) -> None:
+    assert private_imports(part) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "private"),
+    [
+        ("dagster._core.events", True),
+        ("dagster_celery._private", True),
+        ("dagster", False),
+        ("polars.testing", False),
+        ("re._parser", False),
+        ("__future__", False),
+    ],
+)
+def test_the_private_import_wall_tells_dependencies_internals(module: str, private: bool) -> None:
+    """The wall is not vacuous: Dagster's internals are refused, public modules and the standard
+    library pass."""
+    assert is_private_dependency(module) is private
 
 
 def test_the_walls_see_imports() -> None:

@@ -31,7 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 """Where `dagster.yaml` lives (the instance `make dagster` opens)."""
 
 DEFAULT_MODULE = "pipelines.definitions"
-IN_THIS_PROCESS = ("threads", "in_process")
+IN_THIS_PROCESS = ("in_process",)
 """Executors whose steps run in the `mi materialize` process, printed as they go."""
 HEARTBEAT_SECONDS = 10.0
 """A running step that has printed nothing for this long gets a line saying it still runs."""
@@ -64,7 +64,7 @@ class Progress:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, entry: dg.EventLogEntry) -> None:
-        # Steps in threads report their events from their own threads.
+        # The heartbeat thread (`beating`) prints too.
         with self._lock:
             self._take(entry)
 
@@ -357,13 +357,9 @@ def run_job(
 
     With `module_name`, the run goes through the job's own executor (multiprocess, celery, k8s):
     the job is rebuilt from the module in each step's process, and the progress lines are printed
-    from the run's event log once it ends. Without, every step runs in this process, printed live:
-    several at a time in threads when the job's executor is `threads` (the default), else one by
-    one.
+    from the run's event log once it ends. Without, the steps run one by one in this process,
+    printed live.
     """
-    from pipelines.thread_executor import NAME as THREADS
-    from pipelines.thread_executor import execute_in_threads
-
     config = _merge(QUIET_CONSOLE, run.run_config)
     tags = {"mi/command": "materialize", **run.tags}
     if module_name is not None:
@@ -376,8 +372,6 @@ def run_job(
             asset_selection=selection.assets, asset_check_selection=selection.checks
         )
     with progress.beating():
-        if job.executor_def.name == THREADS:
-            return execute_in_threads(job, instance, config, run_id, tags)
         result = job.execute_in_process(
             run_config=config,
             instance=instance,

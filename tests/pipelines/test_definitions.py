@@ -103,7 +103,7 @@ def test_each_job_runs_its_assets_and_ends_with_its_publish_step(defs: dg.Defini
     graph = defs.resolve_asset_graph()
     publish = graph.get(dg.AssetKey(DAILY_PUBLISH))
     assert {k.path[-1] for k in publish.parent_keys} == daily_keys - {DAILY_PUBLISH}
-    assert daily.executor_def.name == "threads"
+    assert daily.executor_def.name == "in_process"
 
 
 def test_the_warehouse_resource_writes_under_the_settings_data_dir(
