@@ -13,7 +13,7 @@ PORT ?= 8000
 # Never let uv download an interpreter: the project uses the machine's Python 3.11+.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test lint typecheck fmt materialize serve dagster bench clean browser
+.PHONY: help install run test lint typecheck fmt hooks materialize serve dagster bench clean browser
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 14
@@ -74,6 +74,9 @@ typecheck: install ## mypy over pipelines, api, mi, benchmarks and the Python SD
 fmt: install ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+hooks: install ## run lint and typecheck before each git commit (.pre-commit-config.yaml)
+	$(BIN)/pre-commit install
 
 # The docs page's test opens /schema in a real browser: Debian's Chromium, installed once.
 browser:
