@@ -37,8 +37,8 @@ class Table:
     key: tuple[str, ...]
     compressed: bool = True
     """Whether its files are zstd-compressed. Not for a table of high-entropy floats (the
-    indicators' carried state), which zstd shrinks by 5% for twice the time to write it and 1.7
-    times the time to read it (docs/benchmarks.md, "Pipeline: where the time goes")."""
+    indicators' carried state), which zstd barely shrinks and makes slower to write and to read
+    (docs/warehouse.md)."""
 
     @property
     def schema(self) -> pl.Schema:
