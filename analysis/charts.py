@@ -147,7 +147,14 @@ def _plot_prices(axes: Axes, prices: pl.DataFrame) -> None:
     days = prices["date"].to_list()
     upper, lower = prices["bb_upper"].to_numpy(), prices["bb_lower"].to_numpy()
     axes.fill_between(days, lower, upper, color="#1f77b4", alpha=0.12, label="Bollinger bands")
-    axes.plot(days, prices["bb_middle"].to_numpy(), color="#1f77b4", linewidth=0.8, linestyle="--", label="SMA 20 (middle band)")  # fmt: skip
+    axes.plot(
+        days,
+        prices["bb_middle"].to_numpy(),
+        color="#1f77b4",
+        linewidth=0.8,
+        linestyle="--",
+        label="SMA 20 (middle band)",
+    )
     for column, label in AVERAGES.items():
         if column != "short_term_average":  # the middle band is that SMA 20 already
             axes.plot(days, prices[column].to_numpy(), linewidth=1.0, label=label)
@@ -159,8 +166,26 @@ def _mark_trades(axes: Axes, trades: pl.DataFrame, first: date) -> None:
     trade entered before the days shown has its exit only)."""
     closed = trades.filter(pl.col("sell_date").is_not_null())
     trades = trades.filter(pl.col("start_date") >= first)
-    axes.scatter(trades["start_date"].to_list(), trades["start_price"].to_numpy(), marker="^", s=60, color="#2ca02c", edgecolors="black", zorder=5, label="buy")  # fmt: skip
-    axes.scatter(closed["sell_date"].to_list(), closed["last_price"].to_numpy(), marker="v", s=60, color="#d62728", edgecolors="black", zorder=5, label="sell")  # fmt: skip
+    axes.scatter(
+        trades["start_date"].to_list(),
+        trades["start_price"].to_numpy(),
+        marker="^",
+        s=60,
+        color="#2ca02c",
+        edgecolors="black",
+        zorder=5,
+        label="buy",
+    )
+    axes.scatter(
+        closed["sell_date"].to_list(),
+        closed["last_price"].to_numpy(),
+        marker="v",
+        s=60,
+        color="#d62728",
+        edgecolors="black",
+        zorder=5,
+        label="sell",
+    )
 
 
 def chart(

@@ -45,7 +45,7 @@ def llms_txt(document: Document) -> str:
     for path, operation in operations(document):
         page = OPERATION_PAGE.format(operation_id=operation["operationId"])
         cost = _cost_words(operation)
-        line = f"- [{operation['operationId']}]({page}): {operation.get('summary', '')}. `GET {path}`{cost}"  # fmt: skip
+        line = f"- [{operation['operationId']}]({page}): {operation.get('summary', '')}. `GET {path}`{cost}"
         by_tag.setdefault(operation.get("tags", ["other"])[0], []).append(line)
     texts = {tag["name"]: tag.get("description", "") for tag in document.get("tags", [])}
     for tag, listed in by_tag.items():
@@ -113,7 +113,12 @@ def _fields(schemas: Document, name: str, seen: frozenset[str] = frozenset()) ->
     properties = schema.get("properties", {})
     if not properties or name in seen:
         return []
-    lines = [f"`{name}`: {schema.get('description', '')}", "", "| field | type | meaning |", "|---|---|---|"]  # fmt: skip
+    lines = [
+        f"`{name}`: {schema.get('description', '')}",
+        "",
+        "| field | type | meaning |",
+        "|---|---|---|",
+    ]
     nested = []
     for field, spec in properties.items():
         lines.append(f"| `{field}` | {_type(spec)} | {_cell(spec.get('description', ''))} |")

@@ -344,8 +344,13 @@ def cost_extension(metering: MeteringConfig, operation: str) -> Document:
         return {"min": rule.minimum, "max": None, "rows_per_token": rule.rows_per_token}
     steps = [{"up_to": bound, "tokens": tokens} for bound, tokens in rule.steps]
     low = min([rule.otherwise, *(tokens for _, tokens in rule.steps)])
-    return {"min": low, "max": rule.ceiling, "scaled_by": _scaled_by(operation, rule),
-            "steps": steps, "otherwise": rule.otherwise}  # fmt: skip
+    return {
+        "min": low,
+        "max": rule.ceiling,
+        "scaled_by": _scaled_by(operation, rule),
+        "steps": steps,
+        "otherwise": rule.otherwise,
+    }
 
 
 def _scaled_by(operation: str, rule: ScaledCost) -> str:

@@ -255,18 +255,55 @@ SYMBOLS_LIMIT = Bounds("limit", default=100, low=1, high=1000, meaning="most sym
 BRIEFS_LIMIT = Bounds("limit", default=10, low=1, high=500, meaning="most briefs returned")
 SEARCH_LIMIT = Bounds("limit", default=20, low=1, high=500, meaning="most briefs returned")
 SENTIMENT_LIMIT = Bounds("limit", default=30, low=1, high=3650, meaning="most days returned")
-LEGACY_SENTIMENT_DAYS = Bounds("days", default=30, low=1, high=3650, source="path", meaning="days up to the newest stored day")  # fmt: skip
-PRICE_POINTS_LIMIT = Bounds("limit", default=None, low=1, clamped=False, meaning="only the most recent N points (of the range, when `from` or `to` narrows it)")  # fmt: skip
+LEGACY_SENTIMENT_DAYS = Bounds(
+    "days", default=30, low=1, high=3650, source="path", meaning="days up to the newest stored day"
+)
+PRICE_POINTS_LIMIT = Bounds(
+    "limit",
+    default=None,
+    low=1,
+    clamped=False,
+    meaning="only the most recent N points (of the range, when `from` or `to` narrows it)",
+)
 """No default: without `limit` get-price-history answers every point (a value below 1 is a 422)."""
-PRICES_FROM = Bounds("from", default=None, low=INT64_MIN, clamped=False, meaning="the first instant, in epoch milliseconds, inclusive", epoch_ms=True)  # fmt: skip
-PRICES_TO = Bounds("to", default=None, low=INT64_MIN, clamped=False, meaning="the last instant, in epoch milliseconds, inclusive", epoch_ms=True)  # fmt: skip
-INDICATOR_PERIOD = Bounds("period", default=30, low=2, high=365, meaning="the analysis window in days")  # fmt: skip
-BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20, meaning="the backtest window in years")  # fmt: skip
-BACKTEST_TRADES_LIMIT = Bounds("limit", default=50, low=1, high=1000, meaning="most trades returned")  # fmt: skip
+PRICES_FROM = Bounds(
+    "from",
+    default=None,
+    low=INT64_MIN,
+    clamped=False,
+    meaning="the first instant, in epoch milliseconds, inclusive",
+    epoch_ms=True,
+)
+PRICES_TO = Bounds(
+    "to",
+    default=None,
+    low=INT64_MIN,
+    clamped=False,
+    meaning="the last instant, in epoch milliseconds, inclusive",
+    epoch_ms=True,
+)
+INDICATOR_PERIOD = Bounds(
+    "period", default=30, low=2, high=365, meaning="the analysis window in days"
+)
+BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20, meaning="the backtest window in years")
+BACKTEST_TRADES_LIMIT = Bounds(
+    "limit", default=50, low=1, high=1000, meaning="most trades returned"
+)
 RECENT_TRADES_LIMIT = Bounds("limit", default=10, low=1, high=100, meaning="most trades returned")
-TREND_HISTORY_LIMIT = Bounds("limit", default=1, low=1, high=5000, source="path", meaning="most points returned, newest first")  # fmt: skip
-RECOMMENDATIONS_LIMIT = Bounds("limit", default=10, low=1, high=100, meaning="most recommendations returned")  # fmt: skip
-TREND_SEGMENTS_LIMIT = Bounds("limit", default=50, low=1, high=500, meaning="most segments returned, newest first")  # fmt: skip
+TREND_HISTORY_LIMIT = Bounds(
+    "limit",
+    default=1,
+    low=1,
+    high=5000,
+    source="path",
+    meaning="most points returned, newest first",
+)
+RECOMMENDATIONS_LIMIT = Bounds(
+    "limit", default=10, low=1, high=100, meaning="most recommendations returned"
+)
+TREND_SEGMENTS_LIMIT = Bounds(
+    "limit", default=50, low=1, high=500, meaning="most segments returned, newest first"
+)
 
 MAX_KEYWORDS = 20
 MAX_KEYWORD_LENGTH = 64

@@ -80,7 +80,9 @@ class RequestValues:
         if bounds in integers:
             return integers[bounds]  # type: ignore[return-value]  # (stored by this method)
         raw = (self._path if bounds.source == "path" else self._query).get(bounds.name)
-        value = bounds.default if raw is None else bounds.served(parse_integer(bounds.name, str(raw)))  # fmt: skip
+        value = (
+            bounds.default if raw is None else bounds.served(parse_integer(bounds.name, str(raw)))
+        )
         integers[bounds] = value
         return value
 

@@ -204,8 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(table(figures))
     load = ", ".join(f"{x:.2f}" for x in info["loadavg_start"])
-    print(f"\n{info['load_tool']}, {info['connections']} connections, {info['workers']} "
-          f"{info['server']} worker(s); load average at start {load}; JSON: {path}")  # fmt: skip
+    print(
+        f"\n{info['load_tool']}, {info['connections']} connections, {info['workers']} "
+        f"{info['server']} worker(s); load average at start {load}; JSON: {path}"
+    )
     return 0
 
 

@@ -186,21 +186,41 @@ def scale_figures(runs: Sequence[Run]) -> list[Figure]:
         label = f"{run.instruments:,} instruments"
         seconds_goal, memory_goal = FULL_GOALS.get(run.instruments, (None, None))
         figures += [
-            Figure("pipeline", f"full materialization, {label}", "s", round(run.seconds, 1),
-                   None if first else round(smallest.seconds, 1), "" if first else anchor,
-                   seconds_goal, details=run.details()),
-            Figure("pipeline", f"full materialization peak RSS, {label}", "MiB",
-                   round(run.peak_rss_mib), None if first else round(smallest.peak_rss_mib),
-                   "" if first else anchor, memory_goal),
-        ]  # fmt: skip
+            Figure(
+                "pipeline",
+                f"full materialization, {label}",
+                "s",
+                round(run.seconds, 1),
+                None if first else round(smallest.seconds, 1),
+                "" if first else anchor,
+                seconds_goal,
+                details=run.details(),
+            ),
+            Figure(
+                "pipeline",
+                f"full materialization peak RSS, {label}",
+                "MiB",
+                round(run.peak_rss_mib),
+                None if first else round(smallest.peak_rss_mib),
+                "" if first else anchor,
+                memory_goal,
+            ),
+        ]
     largest = max(runs, key=lambda r: r.instruments)
     steps = largest.by_step()
     if steps:
         step, seconds = next(iter(steps.items()))
         figures.append(
-            Figure("pipeline", f"slowest step ({step}), {largest.instruments:,} instruments",
-                   "s", seconds, round(largest.seconds, 1), "whole run", details={"steps": steps})
-        )  # fmt: skip
+            Figure(
+                "pipeline",
+                f"slowest step ({step}), {largest.instruments:,} instruments",
+                "s",
+                seconds,
+                round(largest.seconds, 1),
+                "whole run",
+                details={"steps": steps},
+            )
+        )
     return figures
 
 
@@ -219,36 +239,71 @@ def incremental_figures(
     the same refresh again with nothing new (`news_again`: its floor, the process and Dagster)."""
     label = f"{daily.instruments:,} instruments"
     figures = [
-        Figure("pipeline", f"incremental daily run (one new day), {label}", "s",
-               round(daily.seconds, 1), round(full.seconds, 1), "full run", DAILY_GOAL,
-               details={**daily.details(), "full_run": full.details()}),
-        Figure("pipeline", f"incremental daily run peak RSS, {label}", "MiB",
-               round(daily.peak_rss_mib), round(full.peak_rss_mib), "full run"),
-    ]  # fmt: skip
+        Figure(
+            "pipeline",
+            f"incremental daily run (one new day), {label}",
+            "s",
+            round(daily.seconds, 1),
+            round(full.seconds, 1),
+            "full run",
+            DAILY_GOAL,
+            details={**daily.details(), "full_run": full.details()},
+        ),
+        Figure(
+            "pipeline",
+            f"incremental daily run peak RSS, {label}",
+            "MiB",
+            round(daily.peak_rss_mib),
+            round(full.peak_rss_mib),
+            "full run",
+        ),
+    ]
     if again is not None:
         figures.append(
-            Figure("pipeline", f"daily run with nothing new (the same day again), {label}", "s",
-                   round(again.seconds, 1), round(full.seconds, 1), "full run",
-                   details=again.details())
-        )  # fmt: skip
+            Figure(
+                "pipeline",
+                f"daily run with nothing new (the same day again), {label}",
+                "s",
+                round(again.seconds, 1),
+                round(full.seconds, 1),
+                "full run",
+                details=again.details(),
+            )
+        )
     if again is not None and day_files is not None:
         floor = again.seconds + day_files.seconds
         figures.append(
-            Figure("pipeline", f"a new day's floor (nothing new + the day's file I/O alone), "
-                   f"{label}", "s", round(floor, 1), round(full.seconds, 1), "full run",
-                   details={"nothing_new_seconds": round(again.seconds, 1),
-                            **day_files.details()})
-        )  # fmt: skip
+            Figure(
+                "pipeline",
+                f"a new day's floor (nothing new + the day's file I/O alone), {label}",
+                "s",
+                round(floor, 1),
+                round(full.seconds, 1),
+                "full run",
+                details={"nothing_new_seconds": round(again.seconds, 1), **day_files.details()},
+            )
+        )
     if news is not None:
         figures.append(
-            Figure("pipeline", f"news refresh ({news.new_articles} new articles), {label}", "s",
-                   round(news.seconds, 1), goal=NEWS_GOAL, details=news.details())
-        )  # fmt: skip
+            Figure(
+                "pipeline",
+                f"news refresh ({news.new_articles} new articles), {label}",
+                "s",
+                round(news.seconds, 1),
+                goal=NEWS_GOAL,
+                details=news.details(),
+            )
+        )
     if news_again is not None:
         figures.append(
-            Figure("pipeline", f"news refresh with nothing new (the same refresh again), {label}",
-                   "s", round(news_again.seconds, 1), details=news_again.details())
-        )  # fmt: skip
+            Figure(
+                "pipeline",
+                f"news refresh with nothing new (the same refresh again), {label}",
+                "s",
+                round(news_again.seconds, 1),
+                details=news_again.details(),
+            )
+        )
     return figures
 
 

@@ -235,8 +235,10 @@ def main() -> None:
     per_request = count(
         args.data_dir, args.store, args.keys, args.requests, args.concurrent, args.profile
     )
-    print(f"{args.store}, {args.keys} keys: {per_request:,.0f} instructions a request "
-          f"({args.requests:,} requests, {args.concurrent} concurrent, in process)")  # fmt: skip
+    print(
+        f"{args.store}, {args.keys} keys: {per_request:,.0f} instructions a request "
+        f"({args.requests:,} requests, {args.concurrent} concurrent, in process)"
+    )
 
 
 if __name__ == "__main__":

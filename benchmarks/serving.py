@@ -201,9 +201,18 @@ def _route_figures(
     details = {"project_rounds": _details(ours), "anchor_rounds": _details(bare)}
     top, anchor = best(ours), best(bare)
     return [
-        Figure("api", f"{route} rate", "req/s", _rate(top), _rate(anchor), anchor_name, rate_goal, details),
+        Figure(
+            "api",
+            f"{route} rate",
+            "req/s",
+            _rate(top),
+            _rate(anchor),
+            anchor_name,
+            rate_goal,
+            details,
+        ),
         Figure("api", f"{route} p99", "ms", best_p99(ours), best_p99(bare), anchor_name, P99_GOAL),
-    ]  # fmt: skip
+    ]
 
 
 def _price_body(api: Server, headers: dict[str, str], path: Path) -> int:
@@ -407,14 +416,29 @@ def _figure(
         return []
     details = {"project_rounds": _details(ours), "anchor_rounds": _details(theirs)}
     figures = [
-        Figure("metering", f"{name} rate", "req/s", _rate(best(ours)), _rate(best(theirs)),
-               anchor_name, goal, details)
-    ]  # fmt: skip
+        Figure(
+            "metering",
+            f"{name} rate",
+            "req/s",
+            _rate(best(ours)),
+            _rate(best(theirs)),
+            anchor_name,
+            goal,
+            details,
+        )
+    ]
     if p99_goal is not None:
         figures.append(
-            Figure("metering", f"{name} p99", "ms", best_p99(ours), best_p99(theirs),
-                   anchor_name, p99_goal)
-        )  # fmt: skip
+            Figure(
+                "metering",
+                f"{name} p99",
+                "ms",
+                best_p99(ours),
+                best_p99(theirs),
+                anchor_name,
+                p99_goal,
+            )
+        )
     return figures
 
 
@@ -427,21 +451,35 @@ def _metering_figures(results: dict[str, list[LoadResult]], plan: LoadPlan) -> l
                 return _name(store, keys, workers, connections)  # noqa: B023
 
             off, goal = at("metering off"), (workers, connections) == SQLITE_GOAL
-            figures += _figure(results, at("sqlite"), off, "metering off",
-                               SQLITE_RATE_GOAL if goal else None, P99_GOAL if goal else None)  # fmt: skip
+            figures += _figure(
+                results,
+                at("sqlite"),
+                off,
+                "metering off",
+                SQLITE_RATE_GOAL if goal else None,
+                P99_GOAL if goal else None,
+            )
             if workers > 1 and 1 in plan.metering_workers:
-                figures += _figure(results, at("sqlite"), _name("sqlite", CUSTOMERS, 1, connections),
-                                   "one worker", MORE_WORKERS_GOAL)  # fmt: skip
-            figures += _figure(results, at("redis"), at(REDIS_CEILING, "internal key"),
-                               "Redis ceiling", REDIS_GOAL)  # fmt: skip
-            figures += _figure(results, at("redis"), at(REDIS_CEILING),
-                               "Redis ceiling, customer keys")  # fmt: skip
+                figures += _figure(
+                    results,
+                    at("sqlite"),
+                    _name("sqlite", CUSTOMERS, 1, connections),
+                    "one worker",
+                    MORE_WORKERS_GOAL,
+                )
+            figures += _figure(
+                results, at("redis"), at(REDIS_CEILING, "internal key"), "Redis ceiling", REDIS_GOAL
+            )
+            figures += _figure(
+                results, at("redis"), at(REDIS_CEILING), "Redis ceiling, customer keys"
+            )
             figures += _figure(results, at("redis"), off, "metering off")
             figures += _figure(results, at(CEILING), off, "metering off")
             figures += _figure(results, at(REDIS_CEILING, "internal key"), off, "metering off")
             figures += _figure(results, at(REDIS_CEILING), off, "metering off")
     off = _name("metering off", CUSTOMERS, 1, INTERNAL_CONNECTIONS)
     for store in ("sqlite", "redis", CEILING):
-        figures += _figure(results, _name(store, "internal key", 1, INTERNAL_CONNECTIONS), off,
-                           "metering off")  # fmt: skip
+        figures += _figure(
+            results, _name(store, "internal key", 1, INTERNAL_CONNECTIONS), off, "metering off"
+        )
     return figures

@@ -151,9 +151,11 @@ def main() -> None:
         run(args.backend, args.plan, args.pairs, args.concurrent, args.path, args.keys)
     )
     server = "" if cost.server is None else f", Redis {cost.server:.1f} µs in its scripts"
-    print(f"{args.backend}: {cost.wall:.1f} µs wall, {cost.cpu:.1f} µs CPU{server} per {args.path} "
-          f"({args.pairs:,} requests over {args.keys:,} keys, {args.concurrent} concurrent, "
-          f"{args.plan} plan)")  # fmt: skip
+    print(
+        f"{args.backend}: {cost.wall:.1f} µs wall, {cost.cpu:.1f} µs CPU{server} per {args.path} "
+        f"({args.pairs:,} requests over {args.keys:,} keys, {args.concurrent} concurrent, "
+        f"{args.plan} plan)"
+    )
 
 
 if __name__ == "__main__":

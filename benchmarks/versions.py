@@ -78,7 +78,10 @@ class Switch:
 
 def switches(log: Path, version: int) -> list[Switch]:
     found = (m.groupdict() for m in LOADED.finditer(log.read_text(errors="replace")))
-    loads = [Switch(int(m["version"]), float(m["seconds"]), int(m["files"]), int(m["bytes"])) for m in found]  # fmt: skip
+    loads = [
+        Switch(int(m["version"]), float(m["seconds"]), int(m["files"]), int(m["bytes"]))
+        for m in found
+    ]
     return [s for s in loads if s.version == version]
 
 
@@ -205,7 +208,9 @@ def warehouse_figures(scratch: Path, endpoint: str, instruments: int | None) -> 
     serve_log = scratch / f"serve-{instruments or 'embedded'}.log"
     try:
         with serving(mi_serve_command(port, WORKERS, "granian"), env, port, CHEAP_ROUTE, serve_log) as server:  # fmt: skip
-            return _measure(server.base, server.process.pid, location, data_dir, label, serve_log, env)  # fmt: skip
+            return _measure(
+                server.base, server.process.pid, location, data_dir, label, serve_log, env
+            )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 

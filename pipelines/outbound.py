@@ -41,15 +41,43 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 NOT_PUBLIC = tuple(
     ipaddress.ip_network(block)
     for block in (
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-        "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
-        "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24",
-        "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
-        "::/128", "::1/128", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48",
-        "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16",
-        "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.31.196.0/24",
+        "192.52.193.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "192.175.48.0/24",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "255.255.255.255/32",
+        "::/128",
+        "::1/128",
+        "::ffff:0:0/96",
+        "::ffff:0:0:0/96",
+        "64:ff9b::/96",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "2002::/16",
+        "3fff::/20",
+        "5f00::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
     )
-)  # fmt: skip
+)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 """The well-known NAT64 prefix: its last 32 bits are the IPv4 address reached (RFC 6052)."""
 _TRANSLATED_PREFIX = b"\x00" * 8 + b"\xff\xff\x00\x00"  # ::ffff:0:a.b.c.d (RFC 2765)
@@ -229,7 +257,9 @@ async def fetch(
 ) -> Fetched:
     """One attempt at `url` under `policy`, within its deadline (`TimeoutError` beyond it)."""
     async with asyncio.timeout(policy.deadline_seconds):
-        return await _follow(client, method, url, policy, headers, params, content, truncate, resolve)  # fmt: skip
+        return await _follow(
+            client, method, url, policy, headers, params, content, truncate, resolve
+        )
 
 
 async def _follow(

@@ -144,7 +144,9 @@ class MeteringMiddleware:
         self.config = config
         # Plans with nothing to check before the work: their requests take the one-step path.
         self._one_step_plans = {name for name, plan in config.plans.items() if not plan.has_limits}
-        self._excluded = {name: frozenset(plan.excluded_operations) for name, plan in config.plans.items()}  # fmt: skip
+        self._excluded = {
+            name: frozenset(plan.excluded_operations) for name, plan in config.plans.items()
+        }
         self._entitlements: dict[tuple[str, str], bool] = {}  # (plan, market as sent) -> entitled
         self._routes: dict[object, _Route | None] = {}  # route handler -> how it is metered
         limits = config.limits

@@ -746,7 +746,11 @@ class SqliteMeteringStore(MeteringStore):
             if len(slots) >= limits.concurrent:
                 return Outcome.TOO_MANY_IN_FLIGHT, 1
         if slot.startswith(EXPORT_SLOT):
-            exports = [held for held, expires in slots.items() if expires > now and held.startswith(EXPORT_SLOT)]  # fmt: skip
+            exports = [
+                held
+                for held, expires in slots.items()
+                if expires > now and held.startswith(EXPORT_SLOT)
+            ]
             if len(exports) >= limits.concurrent_exports:
                 return Outcome.TOO_MANY_EXPORTS, 1
         return None
@@ -802,9 +806,18 @@ class SqliteMeteringStore(MeteringStore):
         group.set_counters(charge.key_id, state, packs, base_used, today_used)
         kind = "credit" if credit else "settle"
         group.ledger.append(
-            (charge.key_id, kind, charge.route, status, -credit, -credit_base, -credit_packs, now,
-             slot)
-        )  # fmt: skip
+            (
+                charge.key_id,
+                kind,
+                charge.route,
+                status,
+                -credit,
+                -credit_base,
+                -credit_packs,
+                now,
+                slot,
+            )
+        )
         return balance_of(plan, base_used, packs, today_used)
 
     def release(self, charge: Charge, status: int) -> None:

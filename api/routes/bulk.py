@@ -40,8 +40,12 @@ FORMAT = Text(
     schema_extra={"enum": list(FORMATS)},
 )
 DAY = {"format": "date"}
-FIRST_DAY = Text("from", "the first day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY)  # fmt: skip
-LAST_DAY = Text("to", "the last day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY)  # fmt: skip
+FIRST_DAY = Text(
+    "from", "the first day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY
+)
+LAST_DAY = Text(
+    "to", "the last day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY
+)
 SYMBOLS = Text("symbols", "comma-separated symbols (omitted: every symbol of the market)")
 
 
@@ -102,7 +106,10 @@ class BulkController(Controller):
         market = market_of(request)
         values = RequestValues.of(request.scope)
         found, chosen = dataset_of(dataset), format_of(values.text(FORMAT) or "")
-        first, last = day_param("from", values.text(FIRST_DAY)), day_param("to", values.text(LAST_DAY))  # fmt: skip
+        first, last = (
+            day_param("from", values.text(FIRST_DAY)),
+            day_param("to", values.text(LAST_DAY)),
+        )
         day_range(first, last)
         named = values.text(SYMBOLS)
         selection = Selection(market, first, last, await symbols_of(snapshot, market, named))

@@ -24,7 +24,11 @@ def _pages(app: Litestar) -> dict[str, bytes]:
     if pages is None:
         document = finished_document(app)
         full = llms_full_txt(document).encode()
-        pages = {"/llms.txt": llms_txt(document).encode(), "/llms-full.txt": full, "/schema.md": full}  # fmt: skip
+        pages = {
+            "/llms.txt": llms_txt(document).encode(),
+            "/llms-full.txt": full,
+            "/schema.md": full,
+        }
         for path, operation in operations(document):
             page = operation_page(document, path, operation).encode()
             pages[f"/docs/operations/{operation['operationId']}.md"] = page

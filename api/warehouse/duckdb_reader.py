@@ -310,7 +310,10 @@ class DuckDBWarehouseReader:
     def refresh(self) -> bool:
         with self._refresh_lock:
             seen = self.storage.manifest_tag()
-            retry = self._failure is not None and time.monotonic() - self._failed_at >= self.retry_seconds  # fmt: skip
+            retry = (
+                self._failure is not None
+                and time.monotonic() - self._failed_at >= self.retry_seconds
+            )
             if seen == self._seen and not retry:
                 return False
             self._seen = seen
@@ -391,7 +394,9 @@ class DuckDBWarehouseReader:
         self._snapshot = snapshot  # the swap: one reference assignment
         seconds = time.perf_counter() - started  # the switch; what follows is housekeeping
         del current  # from here only requests still in flight keep the old snapshot alive
-        self.files.release({path for live in list(self._live) for path in served_files(live.manifest)})  # fmt: skip
+        self.files.release(
+            {path for live in list(self._live) for path in served_files(live.manifest)}
+        )
         self._verify(snapshot)
         self.last_load = VersionLoad(
             manifest.version, seconds, localized.fetched_files, localized.fetched_bytes

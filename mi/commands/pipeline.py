@@ -558,7 +558,9 @@ def materialize(
     checks, failed = CheckTally(), list[str]()
     by_executor = module if settings.executor not in IN_THIS_PROCESS else None
     try:
-        started = _run_all(settings, module, chosen, select, only, full, target, since, checks, failed, by_executor)  # fmt: skip
+        started = _run_all(
+            settings, module, chosen, select, only, full, target, since, checks, failed, by_executor
+        )
     except Exception as error:
         if not out_of_space(error, settings.data_dir):
             raise

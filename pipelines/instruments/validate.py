@@ -19,7 +19,11 @@ SHOWN = 60
 
 def _shown(column: str) -> pl.Expr:
     value = pl.col(column)
-    return pl.when(value.str.len_chars() > SHOWN).then(value.str.slice(0, SHOWN) + "...").otherwise(value)  # fmt: skip
+    return (
+        pl.when(value.str.len_chars() > SHOWN)
+        .then(value.str.slice(0, SHOWN) + "...")
+        .otherwise(value)
+    )
 
 
 def _reasons() -> list[pl.Expr]:

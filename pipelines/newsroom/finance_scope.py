@@ -93,9 +93,15 @@ def _prefixed(text: str, prefix: str) -> str:
 _NEGATORS = frozenset(NEGATE) - {"despite", "rarely", "seldom", "neither", "nor"}
 """VADER's negators, less those it uses for contrast ("despite") or that rarely negate a move."""
 _PHRASE_NEGATORS = frozenset(
-    {("no", "longer"), ("fail", "to"), ("fails", "to"), ("failed", "to"), ("failing", "to"),
-     ("unable", "to")}
-)  # fmt: skip
+    {
+        ("no", "longer"),
+        ("fail", "to"),
+        ("fails", "to"),
+        ("failed", "to"),
+        ("failing", "to"),
+        ("unable", "to"),
+    }
+)
 _PREVENTS = _words(
     """avert averts averted averting avoid avoids avoided avoiding prevent prevents prevented
     preventing stop stops stopped stopping halt halts halted halting stem stems stemmed stemming
@@ -114,9 +120,15 @@ _PHRASE_PREVENTS = frozenset(
 _EMPHASIS = frozenset({"this", "so", "more", "as"})
 """After `never` (been), emphasis, not negation: "never been this bullish" (as VADER reads it)."""
 _NOT_NEGATING = frozenset(
-    {("not", "only"), ("not", "just"), ("not", "least"), ("no", "doubt"), ("without", "doubt"),
-     ("without", "warning")}
-)  # fmt: skip
+    {
+        ("not", "only"),
+        ("not", "just"),
+        ("not", "least"),
+        ("no", "doubt"),
+        ("without", "doubt"),
+        ("without", "warning"),
+    }
+)
 _FIRST_WORDS = (
     _NEGATORS
     | _PREVENTS

@@ -344,9 +344,25 @@ def _run_tasks(
             i = base + t
             c = close[i]
             held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
-                t, c, high[i], low[i], entry[i], exit_signal[i], held, cash, units,
-                start_price, max_close, highest, lowest, slot, factors, costs, floats, ints,
-            )  # fmt: skip
+                t,
+                c,
+                high[i],
+                low[i],
+                entry[i],
+                exit_signal[i],
+                held,
+                cash,
+                units,
+                start_price,
+                max_close,
+                highest,
+                lowest,
+                slot,
+                factors,
+                costs,
+                floats,
+                ints,
+            )
             live = c == c
             value = cash + units * c if live else np.nan
             if with_equity and live:
@@ -355,9 +371,23 @@ def _run_tasks(
             if t == n - 1:
                 final = value
         _close_task(
-            k, slot, held, highest, lowest, first, floats, count, in_position,
-            final, run_up, drawdown, peak, trough, max_close, figures,
-        )  # fmt: skip
+            k,
+            slot,
+            held,
+            highest,
+            lowest,
+            first,
+            floats,
+            count,
+            in_position,
+            final,
+            run_up,
+            drawdown,
+            peak,
+            trough,
+            max_close,
+            figures,
+        )
 
 
 @dataclass(frozen=True)
@@ -427,16 +457,46 @@ def _resume_tasks(
             i = base + t
             c = close[i]
             held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
-                t, c, high[i], low[i], entry[i], exit_signal[i], held, cash, units,
-                start_price, max_close, highest, lowest, slot, factors, costs, floats, ints,
-            )  # fmt: skip
+                t,
+                c,
+                high[i],
+                low[i],
+                entry[i],
+                exit_signal[i],
+                held,
+                cash,
+                units,
+                start_price,
+                max_close,
+                highest,
+                lowest,
+                slot,
+                factors,
+                costs,
+                floats,
+                ints,
+            )
             value = cash + units * c if c == c else np.nan
             peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
             final = value
         _close_task(
-            k, slot, held, highest, lowest, first, floats, count, in_position,
-            final, run_up, drawdown, peak, trough, max_close, figures,
-        )  # fmt: skip
+            k,
+            slot,
+            held,
+            highest,
+            lowest,
+            first,
+            floats,
+            count,
+            in_position,
+            final,
+            run_up,
+            drawdown,
+            peak,
+            trough,
+            max_close,
+            figures,
+        )
 
 
 @numba.njit(cache=True, nogil=True)

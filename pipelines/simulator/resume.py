@@ -164,10 +164,19 @@ def resume(
     symbols = windows["symbol"].unique().sort()
     bars = _flat(new_bars, symbols)
     done = [
-        _strategy(windows.filter(pl.col("strategy") == name).sort(WINDOW), stored, new_bars,
-                  new_signals, bars, symbols, name, costs, market)
+        _strategy(
+            windows.filter(pl.col("strategy") == name).sort(WINDOW),
+            stored,
+            new_bars,
+            new_signals,
+            bars,
+            symbols,
+            name,
+            costs,
+            market,
+        )
         for name in windows["strategy"].unique().sort().to_list()
-    ]  # fmt: skip
+    ]
     trades = pl.concat([d.trades for d in done])
     numbered = pl.concat([d.equity for d in done]).with_columns(
         task=pl.int_range(pl.len(), dtype=pl.Int64)

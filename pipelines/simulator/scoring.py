@@ -43,13 +43,29 @@ def _message(entry_reason: str) -> pl.Expr:
     gain = pl.col("profit_percent").round(2).cast(pl.String)
     return (
         pl.when(pl.col("action") == "Buy")
-        .then(pl.format("Buy {} at the close of {}: {} ({})", symbol, date, pl.lit(entry_reason), strategy))
+        .then(
+            pl.format(
+                "Buy {} at the close of {}: {} ({})", symbol, date, pl.lit(entry_reason), strategy
+            )
+        )
         .when(pl.col("action") == "Sell")
-        .then(pl.format("Sell {} at the close of {}: {} ({})", symbol, date, pl.col("exit_reason"), strategy))
+        .then(
+            pl.format(
+                "Sell {} at the close of {}: {} ({})", symbol, date, pl.col("exit_reason"), strategy
+            )
+        )
         .when(pl.col("action") == "Hold")
-        .then(pl.format("Hold {}: in a position since {}, {}% so far ({})", symbol, pl.col("start_date").cast(pl.String), gain, strategy))
+        .then(
+            pl.format(
+                "Hold {}: in a position since {}, {}% so far ({})",
+                symbol,
+                pl.col("start_date").cast(pl.String),
+                gain,
+                strategy,
+            )
+        )
         .otherwise(pl.format("Stay out of {}: no entry signal on {} ({})", symbol, date, strategy))
-    )  # fmt: skip
+    )
 
 
 def current_actions(full_runs: Mapping[str, pl.DataFrame], last: pl.DataFrame) -> pl.DataFrame:

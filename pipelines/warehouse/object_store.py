@@ -179,7 +179,9 @@ class ObjectWarehouse:
     def snapshot(self, client: Any = None) -> Snapshot:
         client = client or self.location.client()
         try:
-            reply = client.get_object(Bucket=self.location.bucket, Key=self.location.key(MANIFEST_NAME))  # fmt: skip
+            reply = client.get_object(
+                Bucket=self.location.bucket, Key=self.location.key(MANIFEST_NAME)
+            )
         except client.exceptions.NoSuchKey:
             return Snapshot(None, None, {})
         body = reply["Body"].read()
@@ -259,7 +261,9 @@ class ObjectWarehouse:
                 continue
             for relative, _ in records:
                 key = self.location.key(relative)
-                live |= staged_paths(client.get_object(Bucket=self.location.bucket, Key=key)["Body"].read())  # fmt: skip
+                live |= staged_paths(
+                    client.get_object(Bucket=self.location.bucket, Key=key)["Body"].read()
+                )
         return live
 
     def _objects(self, client: Any, prefix: str) -> list[tuple[str, float]]:

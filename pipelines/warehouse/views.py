@@ -47,7 +47,9 @@ def apply_object_views(
         source = None
         if files:
             source = quote_identifier(f"_objects_{table.name}")
-            con.register(f"_objects_{table.name}", ds.dataset(files, filesystem=filesystem, format="parquet"))  # fmt: skip
+            con.register(
+                f"_objects_{table.name}", ds.dataset(files, filesystem=filesystem, format="parquet")
+            )
         con.execute(view_over(table, source))
         for statement in comment_sql(table):
             con.execute(statement)

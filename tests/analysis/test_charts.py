@@ -29,7 +29,10 @@ def warehouse(embedded_market: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 @pytest.mark.parametrize("index", [19, 20, 24])
 def test_the_bands_are_the_20_day_mean_two_population_deviations_apart(index: int) -> None:
-    closes = [float(c) for c in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3)]  # fmt: skip
+    closes = [
+        float(c)
+        for c in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3)
+    ]
     row = with_bollinger(pl.DataFrame({"close": closes})).row(index, named=True)
     window = np.array(closes[index - 19 : index + 1])
     assert row["bb_middle"] == pytest.approx(window.mean())

@@ -55,7 +55,9 @@ def test_a_failed_computation_reaches_every_waiter_and_is_not_kept() -> None:
         return "ok"
 
     async def both() -> list[object]:
-        return await asyncio.gather(cache.memo("k", flaky), cache.memo("k", flaky), return_exceptions=True)  # fmt: skip
+        return await asyncio.gather(
+            cache.memo("k", flaky), cache.memo("k", flaky), return_exceptions=True
+        )
 
     outcomes = asyncio.run(both())
     assert [type(o) for o in outcomes] == [RuntimeError, RuntimeError]

@@ -47,7 +47,9 @@ def test_the_page_loads_nothing_from_another_origin(client: TestClient[Litestar]
 
 
 def _in(host: Host, *argv: str, **options: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(host.command(argv), capture_output=True, text=True, check=False, **options)  # type: ignore[call-overload, no-any-return]  # fmt: skip
+    return subprocess.run(
+        host.command(argv), capture_output=True, text=True, check=False, **options
+    )  # type: ignore[call-overload, no-any-return]
 
 
 def _wait_until_served(host: Host, url: str, server: subprocess.Popen[bytes], log: Path) -> None:
@@ -67,7 +69,15 @@ def test_offline_the_page_lists_every_route_in_a_real_browser(
     paths = set(client.get("/schema/openapi.json").json()["paths"])
     base, log = "http://127.0.0.1:8000", tmp_path / "serve.log"
     with offline() as host, log.open("ab") as out:
-        assert _in(host, sys.executable, "-c", "import socket; socket.create_connection(('1.1.1.1', 443), 2)").returncode != 0  # fmt: skip
+        assert (
+            _in(
+                host,
+                sys.executable,
+                "-c",
+                "import socket; socket.create_connection(('1.1.1.1', 443), 2)",
+            ).returncode
+            != 0
+        )
         server = subprocess.Popen(
             host.command([MI, "serve", "--port", "8000"]),
             env=clean_env(embedded_market),
@@ -77,11 +87,27 @@ def test_offline_the_page_lists_every_route_in_a_real_browser(
         )
         try:
             _wait_until_served(host, f"{base}/api/v1/status", server, log)
-            browse = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000"]  # fmt: skip
+            browse = [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--virtual-time-budget=20000",
+            ]
             shown = _in(host, *browse, "--dump-dom", f"{base}/schema", timeout=120)
-            shot = Path(os.environ.get("MI_TEST_ARTIFACTS") or REPO / ".artifacts") / "schema-offline.png"  # fmt: skip
+            shot = (
+                Path(os.environ.get("MI_TEST_ARTIFACTS") or REPO / ".artifacts")
+                / "schema-offline.png"
+            )
             shot.parent.mkdir(parents=True, exist_ok=True)
-            _in(host, *browse, "--window-size=1280,2400", f"--screenshot={shot}", f"{base}/schema", timeout=120)  # fmt: skip
+            _in(
+                host,
+                *browse,
+                "--window-size=1280,2400",
+                f"--screenshot={shot}",
+                f"{base}/schema",
+                timeout=120,
+            )
         finally:
             stop_group(server)
     listed = set(re.findall(r'data-path="([^"]+)"', shown.stdout))

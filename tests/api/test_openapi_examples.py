@@ -35,7 +35,9 @@ def _stable(value: Any) -> Any:
 
 
 def _example_url(path: str, operation: dict[str, Any]) -> str:
-    examples = {p["name"]: p["example"] for p in operation.get("parameters", []) if p["in"] == "path"}  # fmt: skip
+    examples = {
+        p["name"]: p["example"] for p in operation.get("parameters", []) if p["in"] == "path"
+    }
     return re.sub(r"\{([^}]+)\}", lambda m: str(examples[m.group(1)]), path)
 
 

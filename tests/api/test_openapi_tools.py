@@ -62,7 +62,10 @@ def test_every_path_parameter_has_an_example_and_closed_sets_are_enums(
                 assert "example" in parameter, (path, parameter["name"])
             if parameter["name"] in ENUMS:
                 assert parameter["schema"]["enum"] == list(ENUMS[parameter["name"]]), path
-                assert parameter.get("example", ENUMS[parameter["name"]][0]) in ENUMS[parameter["name"]]  # fmt: skip
+                assert (
+                    parameter.get("example", ENUMS[parameter["name"]][0])
+                    in ENUMS[parameter["name"]]
+                )
 
 
 BOUNDED = [
@@ -76,13 +79,16 @@ BOUNDED = [
     ("/api/v2/{market}/trades/get-trend-segments/{symbol}", params.TREND_SEGMENTS_LIMIT),
     ("/api/v2/crypto/trades/get-trend-history/{symbol}/{limit}", params.TREND_HISTORY_LIMIT),
     ("/api/v2/crypto/trades/get-backtest-history/{symbol}/{strategy}", params.BACKTEST_YEARS),
-    ("/api/v2/crypto/trades/get-backtest-history/{symbol}/{strategy}", params.BACKTEST_TRADES_LIMIT),
+    (
+        "/api/v2/crypto/trades/get-backtest-history/{symbol}/{strategy}",
+        params.BACKTEST_TRADES_LIMIT,
+    ),
     ("/api/v2/crypto/trades/get-backtest-summary/{symbol}/{strategy}", params.BACKTEST_YEARS),
     ("/api/v2/crypto/trades/get-recent-buys", params.RECENT_TRADES_LIMIT),
     ("/api/v2/crypto/trades/get-recent-sells", params.SKIP),
     ("/api/v2/crypto/trades/get-recommendations", params.RECOMMENDATIONS_LIMIT),
     ("/api/v2/sentiment/sentiment/{coin}/{days}", params.LEGACY_SENTIMENT_DAYS),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("path", "bounds"), BOUNDED)
@@ -105,7 +111,9 @@ def test_bounded_parameters_show_the_bounds_of_api_params(
 def test_every_metered_operation_states_its_cost_from_the_metering_configuration(
     document: dict[str, Any], handlers: list[tuple[str, HTTPRouteHandler]]
 ) -> None:
-    named = {handler.opt["operation"]: path for path, handler in handlers if handler.opt.get("operation")}  # fmt: skip
+    named = {
+        handler.opt["operation"]: path for path, handler in handlers if handler.opt.get("operation")
+    }
     assert set(named) == {*METERING.costs, *METERING.row_costs}
     for name, path in named.items():
         operation = operation_of(document, path)
@@ -143,7 +151,11 @@ def test_every_error_status_has_its_envelope_schema(document: dict[str, Any]) ->
 
 def test_bulk_export_documents_its_files_and_their_name(document: dict[str, Any]) -> None:
     ok = operation_of(document, "/api/v2/{market}/bulk/{dataset}")["responses"]["200"]
-    assert set(ok["content"]) == {"application/vnd.apache.parquet", "application/vnd.apache.arrow.stream", "text/csv"}  # fmt: skip
+    assert set(ok["content"]) == {
+        "application/vnd.apache.parquet",
+        "application/vnd.apache.arrow.stream",
+        "text/csv",
+    }
     assert "Content-Disposition" in ok["headers"]
 
 
@@ -165,7 +177,9 @@ def test_every_operation_answers_200_with_its_examples_on_the_embedded_market(
     key = served_api.new_key("internal")
     served = httpx.get(f"{served_api.base}/schema/openapi.json").json()
     for path, operation in operations(served):
-        response = httpx.get(served_api.base + filled(path, operation), headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+        response = httpx.get(
+            served_api.base + filled(path, operation), headers={"Authorization": f"Bearer {key}"}
+        )
         assert response.status_code == 200, (path, response.text)
 
 
@@ -184,13 +198,34 @@ def test_schemathesis_finds_no_server_error_no_mismatch_and_no_unreachable_opera
     answering only 404s for want of data, none rejecting most of what its schema allows)."""
     key = served_api.new_key("internal")  # no rate limit: a run sends about 1,500 requests
     run = subprocess.run(
-        [ST, "run", f"{served_api.base}/schema/openapi.json", "--header", f"Authorization: Bearer {key}",
-         "--phases", "examples,coverage,fuzzing", "--max-examples", "30", "--seed", "19",
-         "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
-         "response_headers_conformance,response_schema_conformance",
-         "--generation-database", "none", "--workers", "2", "--no-color", "--request-timeout", "30"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            ST,
+            "run",
+            f"{served_api.base}/schema/openapi.json",
+            "--header",
+            f"Authorization: Bearer {key}",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--max-examples",
+            "30",
+            "--seed",
+            "19",
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,"
+            "response_headers_conformance,response_schema_conformance",
+            "--generation-database",
+            "none",
+            "--workers",
+            "2",
+            "--no-color",
+            "--request-timeout",
+            "30",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     report = run.stdout + run.stderr
     assert run.returncode == 0, report[-6000:]
     assert "No issues found" in report, report[-6000:]

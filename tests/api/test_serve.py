@@ -186,7 +186,13 @@ def test_the_metering_ledger_is_readable_by_its_owner_only(tmp_path: Path) -> No
     env = {**os.environ, "MI_DATA_DIR": str(tmp_path)}
     env.pop("MI_METERING_URL", None)
     mi = str(Path(sys.executable).with_name("mi"))
-    subprocess.run([mi, "keys", "create", "--plan", "sandbox"], env=env, check=True, capture_output=True, timeout=60)  # fmt: skip
+    subprocess.run(
+        [mi, "keys", "create", "--plan", "sandbox"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     ledger = tmp_path / "metering.sqlite3"
     assert ledger.stat().st_mode & 0o777 == 0o600
     ledger.chmod(0o644)

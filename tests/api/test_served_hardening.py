@@ -238,9 +238,13 @@ def bars(symbols: list[str], days: int) -> pl.DataFrame:
     return frame.with_columns(
         market=pl.lit("crypto"),
         timestamp=(pl.col("date") - pl.lit(start)).dt.total_days() * 86_400_000 + epoch,
-        open=pl.lit(1.5), high=pl.lit(2.0), low=pl.lit(1.0), close=pl.lit(1.75),
-        volume=pl.lit(10.0), source=pl.lit("test"),
-    )  # fmt: skip
+        open=pl.lit(1.5),
+        high=pl.lit(2.0),
+        low=pl.lit(1.0),
+        close=pl.lit(1.75),
+        volume=pl.lit(10.0),
+        source=pl.lit("test"),
+    )
 
 
 def briefs(symbol: str, titles: tuple[str, ...]) -> pl.DataFrame:

@@ -55,7 +55,9 @@ def test_the_warehouse_cache_lives_under_the_data_dir_unless_configured(tmp_path
     settings = load_settings({"MI_DATA_DIR": str(tmp_path)})
     assert settings.cache_dir == tmp_path / "cache" / "warehouse"
     assert settings.warehouse_cache_bytes == 4096 << 20
-    moved = load_settings({"MI_WAREHOUSE_CACHE_DIR": str(tmp_path / "ssd"), "MI_WAREHOUSE_CACHE_MB": "64"})  # fmt: skip
+    moved = load_settings(
+        {"MI_WAREHOUSE_CACHE_DIR": str(tmp_path / "ssd"), "MI_WAREHOUSE_CACHE_MB": "64"}
+    )
     assert moved.cache_dir == tmp_path / "ssd"
     assert moved.warehouse_cache_bytes == 64 << 20
 

@@ -160,8 +160,12 @@ def test_the_redis_ceiling_app_meters_real_keys_and_its_batch_call_writes_nothin
         port = free_port()
         with serving(waiting_store_command(port, 1, "granian"), env, port, "/api/v1/ping", tmp_path / "log") as server:  # fmt: skip
             ok = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}"})
-            limited = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {customer}"})  # fmt: skip
-            wrong = httpx.get(server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}x"})  # fmt: skip
+            limited = httpx.get(
+                server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {customer}"}
+            )
+            wrong = httpx.get(
+                server.base + LIST_SYMBOLS, headers={"Authorization": f"Bearer {key}x"}
+            )
         with redis.Redis.from_url(REDIS_URL) as client:
             written = sorted(name.decode() for name in client.scan_iter(f"{prefix}*"))
     finally:
@@ -278,8 +282,10 @@ def test_a_keyed_load_sends_every_key_of_its_file_in_turn(tmp_path: Path, tool: 
     port = free_port()
     plan = LoadPlan(connections=2, seconds=1, warmup_seconds=0, rounds=1, tool=tool)
     with serving(waiting_store_command(port, 1, "granian"), env, port, "/api/v1/ping", tmp_path / "log") as server:  # fmt: skip
-        targets = [Target(name, server, ["/api/v1/ping"], {}, path) for name, path in
-                   (("good", good), ("bad", bad))]  # fmt: skip
+        targets = [
+            Target(name, server, ["/api/v1/ping"], {}, path)
+            for name, path in (("good", good), ("bad", bad))
+        ]
         results = measure(targets, plan)
     assert results["good"][0].clean
     assert results["bad"][0].non2xx > 0

@@ -55,7 +55,10 @@ def test_sizes_are_anchored_on_the_smallest_and_carry_the_issue_goals(tmp_path: 
     runs = [run(5000, 50.0, 1900.0), run(100, 20.0, 500.0)]
     figures = scale_figures(runs)
     names = [f.name for f in figures]
-    assert names[:2] == ["full materialization, 100 instruments", "full materialization peak RSS, 100 instruments"]  # fmt: skip
+    assert names[:2] == [
+        "full materialization, 100 instruments",
+        "full materialization peak RSS, 100 instruments",
+    ]
     assert figures[0].anchor is None
     assert figures[0].goal is None
     assert (figures[2].project, figures[2].anchor, figures[2].ratio) == (50.0, 20.0, 2.5)

@@ -57,15 +57,23 @@ def test_a_generated_client_calls_three_routes_named_as_the_spec_names_them(
     models = importlib.import_module(f"{PACKAGE}.models")
     direct = httpx.Client(base_url=served_api.base, headers={"Authorization": f"Bearer {key}"})
     with generated.AuthenticatedClient(base_url=served_api.base, token=key) as client:
-        history = prices.sync(models.GetPriceHistoryMarket("crypto"), "BTC", client=client, limit=5)  # fmt: skip
+        history = prices.sync(models.GetPriceHistoryMarket("crypto"), "BTC", client=client, limit=5)
         assert isinstance(history, models.PriceHistory)
-        expected = direct.get("/api/v2/crypto/technical-analysis/get-price-history/BTC", params={"limit": 5}).json()  # fmt: skip
+        expected = direct.get(
+            "/api/v2/crypto/technical-analysis/get-price-history/BTC", params={"limit": 5}
+        ).json()
         assert history.to_dict() == expected
 
         listed = symbols.sync(models.ListSymbolsMarket("stocks"), client=client, limit=3)
-        assert listed.to_dict() == direct.get("/api/v2/stocks/instruments/list-symbols", params={"limit": 3}).json()  # fmt: skip
+        assert (
+            listed.to_dict()
+            == direct.get("/api/v2/stocks/instruments/list-symbols", params={"limit": 3}).json()
+        )
 
-        current = action.sync("ETH", models.GetCurrentActionStrategy("conservative"), client=client)  # fmt: skip
-        assert current.to_dict() == direct.get("/api/v2/crypto/trades/get-current-action/ETH/conservative").json()  # fmt: skip
+        current = action.sync("ETH", models.GetCurrentActionStrategy("conservative"), client=client)
+        assert (
+            current.to_dict()
+            == direct.get("/api/v2/crypto/trades/get-current-action/ETH/conservative").json()
+        )
         assert current.action in ("Buy", "Sell", "Hold", "Stay")
     direct.close()

@@ -355,7 +355,9 @@ def test_a_worker_started_before_the_settings_change_runs_each_run_with_its_own(
     later = {"MI_END_DATE": "2026-03-03", "MI_NOW": "2026-03-03T12:00:00+00:00"}
     local = tmp_path / "local"
     for day in ({}, later):
-        done = materialized({"MI_DATA_DIR": str(local), **COMMON, **day}, *(["--job", "daily"] if day else []))  # fmt: skip
+        done = materialized(
+            {"MI_DATA_DIR": str(local), **COMMON, **day}, *(["--job", "daily"] if day else [])
+        )
         assert done.returncode == 0, done.stdout[-3000:]
     with cluster(tmp_path / "data") as c, workers(c, ["w1@here"], tmp_path):
         first = materialized(c.env)

@@ -33,8 +33,12 @@ RUN_STAMPS = {"written_at", "last_updated", "computed_at", "updated_at", "genera
 
 
 def materialize(data_dir: Path, day: date) -> None:
-    env = clean_env(data_dir, MI_INSTRUMENTS=INSTRUMENTS, MI_END_DATE=day.isoformat(),
-                    MI_NOW=f"{day.isoformat()}T23:00:00+00:00")  # fmt: skip
+    env = clean_env(
+        data_dir,
+        MI_INSTRUMENTS=INSTRUMENTS,
+        MI_END_DATE=day.isoformat(),
+        MI_NOW=f"{day.isoformat()}T23:00:00+00:00",
+    )
     done = subprocess.run([MI, "materialize"], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -61,7 +65,14 @@ def test_daily_runs_equal_one_full_run_of_the_last_day(tmp_path: Path) -> None:
     last = FIRST + timedelta(days=DAYS)
     materialize(full, last)
     for name in sorted(TABLES):
-        assert_frame_equal(
-            table(incremental, name), table(full, name), rel_tol=1e-9, abs_tol=0.0,
-            check_exact=False, check_row_order=True,
-        ), name  # fmt: skip
+        (
+            assert_frame_equal(
+                table(incremental, name),
+                table(full, name),
+                rel_tol=1e-9,
+                abs_tol=0.0,
+                check_exact=False,
+                check_row_order=True,
+            ),
+            name,
+        )

@@ -68,11 +68,17 @@ def ticks_between(start: datetime, end: datetime) -> Iterator[datetime]:
 
 def served(data_dir: Path, symbol: str) -> set[str]:
     """Article ids search-briefs serves for `symbol` (the API started on the data dir now)."""
-    key = subprocess.run(
-        [MI, "keys", "create", "--plan", "internal", "--name", "freshness"],
-        env={**os.environ, "MI_DATA_DIR": str(data_dir)},
-        check=True, capture_output=True, text=True,
-    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    key = (
+        subprocess.run(
+            [MI, "keys", "create", "--plan", "internal", "--name", "freshness"],
+            env={**os.environ, "MI_DATA_DIR": str(data_dir)},
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MI_DATA_DIR", str(data_dir))
         app = asgi_app()

@@ -30,34 +30,104 @@ MI = str(Path(sys.executable).with_name("mi"))
 
 # Field names exactly as the spec's resource tables give them.
 BRIEF = {
-    "timestamp", "date", "title", "symbols", "body", "fud_fomo_bias", "fud_fomo_score",
-    "sentiment", "tone", "article_id", "clout", "impacted_coins", "speculation_score",
-}  # fmt: skip
+    "timestamp",
+    "date",
+    "title",
+    "symbols",
+    "body",
+    "fud_fomo_bias",
+    "fud_fomo_score",
+    "sentiment",
+    "tone",
+    "article_id",
+    "clout",
+    "impacted_coins",
+    "speculation_score",
+}
 TRADE = {
-    "strategy", "exit_reason", "action", "symbol", "start_date", "profit_percent", "days_in_trade",
-    "entry_price", "exit_price", "highest_price", "last_price", "lowest_price", "profit",
-    "sell_date", "start_price",
-}  # fmt: skip
+    "strategy",
+    "exit_reason",
+    "action",
+    "symbol",
+    "start_date",
+    "profit_percent",
+    "days_in_trade",
+    "entry_price",
+    "exit_price",
+    "highest_price",
+    "last_price",
+    "lowest_price",
+    "profit",
+    "sell_date",
+    "start_price",
+}
 TREND_ENTRY = {
-    "close", "started_at", "started_on", "peak_loss", "trend", "long_term_average",
-    "mid_term_average", "short_term_average", "max_price", "min_price", "max_price_day",
-    "min_price_day", "peak_gain", "signal_strength", "trend_duration_days",
-}  # fmt: skip
+    "close",
+    "started_at",
+    "started_on",
+    "peak_loss",
+    "trend",
+    "long_term_average",
+    "mid_term_average",
+    "short_term_average",
+    "max_price",
+    "min_price",
+    "max_price_day",
+    "min_price_day",
+    "peak_gain",
+    "signal_strength",
+    "trend_duration_days",
+}
 SUMMARY = {
-    "start_date", "end_date", "annualized_return", "average_loss", "average_loss_percent",
-    "average_profit", "average_profit_percent", "average_trade_duration", "backtest_duration",
-    "buy_and_hold_profit_percent", "final_value", "initial_investment", "peak_loss",
-    "peak_profit", "profit_percent", "profitable_trade_percent", "total_profit",
-    "profitable_trades", "total_trades", "unprofitable_trades",
-}  # fmt: skip
+    "start_date",
+    "end_date",
+    "annualized_return",
+    "average_loss",
+    "average_loss_percent",
+    "average_profit",
+    "average_profit_percent",
+    "average_trade_duration",
+    "backtest_duration",
+    "buy_and_hold_profit_percent",
+    "final_value",
+    "initial_investment",
+    "peak_loss",
+    "peak_profit",
+    "profit_percent",
+    "profitable_trade_percent",
+    "total_profit",
+    "profitable_trades",
+    "total_trades",
+    "unprofitable_trades",
+}
 SCORECARD = {
-    "name", "strategy", "action", "symbol", "icon", "total_trades", "score",
-    "buy_and_hold_percentage", "in_trade", "percentage_profit", "trend", "trend_duration",
-}  # fmt: skip
+    "name",
+    "strategy",
+    "action",
+    "symbol",
+    "icon",
+    "total_trades",
+    "score",
+    "buy_and_hold_percentage",
+    "in_trade",
+    "percentage_profit",
+    "trend",
+    "trend_duration",
+}
 INDICATORS = {
-    "adx", "atr", "bollinger_bands", "ema", "fibonacci_retracement", "macd", "obv", "roc",
-    "rsi", "sma", "stochastic_oscillator", "vwap",
-}  # fmt: skip
+    "adx",
+    "atr",
+    "bollinger_bands",
+    "ema",
+    "fibonacci_retracement",
+    "macd",
+    "obv",
+    "roc",
+    "rsi",
+    "sma",
+    "stochastic_oscillator",
+    "vwap",
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +145,11 @@ def client(data_dir: Path) -> Iterator[TestClient[Any]]:
     env = {"MI_DATA_DIR": str(data_dir)}
     created = subprocess.run(
         [MI, "keys", "create", "--plan", "internal", "--name", "e2e"],
-        env={**os.environ, **env}, check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     key = created.stdout.strip().splitlines()[-1]
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():

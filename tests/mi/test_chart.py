@@ -15,13 +15,25 @@ pytestmark = pytest.mark.slow
 
 def mi_chart(data_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = clean_env(data_dir)
-    return subprocess.run([MI, "chart", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [MI, "chart", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_chart_is_written_where_out_says_in_its_format(
     embedded_market: Path, tmp_path: Path
 ) -> None:
-    done = mi_chart(embedded_market, tmp_path, "nvda", "--market", "stocks", "--period", "200", "--out", "nvda.svg")  # fmt: skip
+    done = mi_chart(
+        embedded_market,
+        tmp_path,
+        "nvda",
+        "--market",
+        "stocks",
+        "--period",
+        "200",
+        "--out",
+        "nvda.svg",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "nvda.svg"
     assert "<svg" in (tmp_path / "nvda.svg").read_text()[:500]

@@ -55,8 +55,15 @@ def fill(path: Path, leave: int) -> None:
 
 
 def next_day(data_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = clean_env(data_dir, MI_INSTRUMENTS=INSTRUMENTS, MI_END_DATE=NEXT_DAY, MI_NOW=f"{NEXT_DAY}T12:00:00+00:00")  # fmt: skip
-    return subprocess.run([MI, "materialize", "--job", "daily"], env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    env = clean_env(
+        data_dir,
+        MI_INSTRUMENTS=INSTRUMENTS,
+        MI_END_DATE=NEXT_DAY,
+        MI_NOW=f"{NEXT_DAY}T12:00:00+00:00",
+    )
+    return subprocess.run(
+        [MI, "materialize", "--job", "daily"], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_a_full_disk_is_one_clear_line_and_the_retry_is_exact(small_disk: Path) -> None:

@@ -25,8 +25,12 @@ pytestmark = pytest.mark.slow
 
 
 def _materialize(data_dir: Path, day: str, *args: str) -> None:
-    env = clean_env(data_dir, MI_INSTRUMENTS=INSTRUMENTS, MI_END_DATE=day, MI_NOW=f"{day}T12:00:00+00:00")  # fmt: skip
-    done = subprocess.run([MI, "materialize", *args], env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    env = clean_env(
+        data_dir, MI_INSTRUMENTS=INSTRUMENTS, MI_END_DATE=day, MI_NOW=f"{day}T12:00:00+00:00"
+    )
+    done = subprocess.run(
+        [MI, "materialize", *args], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 

@@ -174,7 +174,9 @@ def test_the_apis_etags_stand_across_a_refresh_that_finds_nothing_new(
     """What a client sees of a quiet refresh: its `If-None-Match` still answers 304 (free); a
     refresh with new articles answers the new body."""
     data_dir = refreshed_at_noon(first_load)
-    app = create_app(ApiSettings(data_dir=data_dir, live_markets=("crypto", "forex"), manifest_poll_seconds=0.05))  # fmt: skip
+    app = create_app(
+        ApiSettings(data_dir=data_dir, live_markets=("crypto", "forex"), manifest_poll_seconds=0.05)
+    )
     with TestClient(app) as client:
         first = client.get(BRIEFS_ROUTE)
         assert first.status_code == 200, first.text

@@ -114,8 +114,13 @@ async def new_account(store: MeteringStore, plan: str = "sandbox") -> Account:
 
 
 MI = str(Path(sys.executable).with_name("mi"))
-BALANCE_HEADERS = ("x-tokens-cost", "x-tokens-limit", "x-tokens-limit-today",
-                   "x-tokens-remaining", "x-tokens-remaining-today")  # fmt: skip
+BALANCE_HEADERS = (
+    "x-tokens-cost",
+    "x-tokens-limit",
+    "x-tokens-limit-today",
+    "x-tokens-remaining",
+    "x-tokens-remaining-today",
+)
 PING = "/api/v1/ping"
 BAD_STRATEGY = "/api/v2/crypto/trades/get-backtest-history/BTC/bogus?years={years}"
 """A 400 (strategy outside aggressive/conservative) charged the full route cost: 8 to 20 by years."""
@@ -326,4 +331,6 @@ def publish_prices(warehouse: Path) -> None:
     price_frame([float(day) for day in range(1, 100)]).write_parquet(warehouse / relative)
     stamp = datetime.now(UTC).isoformat()
     entry = PartitionFile(path=relative, rows=99, written_at=stamp)
-    write_manifest(warehouse, Manifest(version=1, updated_at=stamp, tables={"daily_prices": {"crypto": entry}}))  # fmt: skip
+    write_manifest(
+        warehouse, Manifest(version=1, updated_at=stamp, tables={"daily_prices": {"crypto": entry}})
+    )

@@ -29,8 +29,13 @@ from .conftest import FakeClock, StoreFactory
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = ("x-tokens-cost", "x-tokens-limit", "x-tokens-limit-today", "x-tokens-remaining",
-           "x-tokens-remaining-today")  # fmt: skip
+HEADERS = (
+    "x-tokens-cost",
+    "x-tokens-limit",
+    "x-tokens-limit-today",
+    "x-tokens-remaining",
+    "x-tokens-remaining-today",
+)
 FAILURES = {"NOPE": NotFoundException, "DOWN": ServiceUnavailableException}
 GATE: dict[str, asyncio.Event] = {}
 """The slow route waits on GATE["open"]; each test makes its own Event (one per event loop)."""
@@ -285,9 +290,13 @@ async def test_success_carries_the_five_balance_headers(
 async def test_headers_state_the_cost_net_of_same_request_credit(
     client: httpx.AsyncClient, store: MeteringStore, key: str, symbol: str, status: int, net: int
 ) -> None:
-    response = await client.get(f"/api/v2/crypto/newsroom/get-recent-briefs/{symbol}", headers=bearer(key))  # fmt: skip
+    response = await client.get(
+        f"/api/v2/crypto/newsroom/get-recent-briefs/{symbol}", headers=bearer(key)
+    )
     assert response.status_code == status
-    assert tokens(response) == dict(zip(HEADERS, (net, 3000, 1000, 3000 - net, 1000 - net), strict=True))  # fmt: skip
+    assert tokens(response) == dict(
+        zip(HEADERS, (net, 3000, 1000, 3000 - net, 1000 - net), strict=True)
+    )
     assert await spent(store) == net
 
 
@@ -296,7 +305,9 @@ async def test_a_304_is_free_yet_admitted_like_any_request(
 ) -> None:
     """decisions.md, Conditional requests: 0 tokens with the balance headers; it still goes through
     the admit (so it counts toward the rate and connection limits), then is credited in full."""
-    response = await client.get("/api/v2/crypto/newsroom/get-recent-briefs/CURRENT", headers=bearer(key))  # fmt: skip
+    response = await client.get(
+        "/api/v2/crypto/newsroom/get-recent-briefs/CURRENT", headers=bearer(key)
+    )
     assert response.status_code == 304
     assert tokens(response) == dict(zip(HEADERS, (0, 3000, 1000, 3000, 1000), strict=True))
     entries = await store.ledger(key_id_of(key) or "")
@@ -321,7 +332,9 @@ async def test_a_304_is_free_yet_admitted_like_any_request(
 async def test_price_history_is_charged_by_points_returned_never_above_the_up_front_cost(
     client: httpx.AsyncClient, key: str, query: str, cost: int
 ) -> None:
-    response = await client.get(f"/api/v2/crypto/technical-analysis/get-price-history/BTC{query}", headers=bearer(key))  # fmt: skip
+    response = await client.get(
+        f"/api/v2/crypto/technical-analysis/get-price-history/BTC{query}", headers=bearer(key)
+    )
     assert response.status_code == 200
     assert int(response.headers["x-tokens-cost"]) == cost
     assert int(response.headers["x-tokens-remaining"]) == 3000 - cost
@@ -694,7 +707,9 @@ async def test_a_plan_without_limits_but_without_the_market_is_402_at_no_cost(
 ) -> None:
     key = await store.create_key("internal")
     async with serving(store, crypto_only(config, "internal")) as client:
-        response = await client.get("/api/v2/forex/newsroom/get-recent-briefs/EURUSD", headers=bearer(key))  # fmt: skip
+        response = await client.get(
+            "/api/v2/forex/newsroom/get-recent-briefs/EURUSD", headers=bearer(key)
+        )
     assert response.status_code == 402
     assert tokens(response) == dict(zip(HEADERS, (0, -1, -1, -1, -1), strict=True))
     assert await ledger_rows(store, key) == [("charge", "get-recent-briefs", 402, 0)]
@@ -730,7 +745,9 @@ async def test_a_row_priced_route_is_charged_for_its_rows_before_its_body_is_sen
     response = await client.get(f"{BULK}?rows={rows}", headers=bearer(key))
     assert response.status_code == 200
     assert response.content == b"symbol\nBTC\n"
-    assert tokens(response) == dict(zip(HEADERS, (cost, 250_000, 25_000, 250_000 - cost, 25_000 - cost), strict=True))  # fmt: skip
+    assert tokens(response) == dict(
+        zip(HEADERS, (cost, 250_000, 25_000, 250_000 - cost, 25_000 - cost), strict=True)
+    )
     charges = [row[3] for row in await ledger_rows(store, key) if row[0] == "charge"]
     assert charges == ([10, cost - 10] if cost > 10 else [10])
 
@@ -757,7 +774,10 @@ async def test_a_plan_that_excludes_the_operation_is_402_at_no_cost(
     """decisions.md, Bulk export: sandbox answers 402, after authentication and limits."""
     response = await client.get(f"{BULK}?rows=5", headers=bearer(key))
     assert response.status_code == 402
-    assert response.json() == {"success": False, "message": "your plan (sandbox) does not include bulk-export"}  # fmt: skip
+    assert response.json() == {
+        "success": False,
+        "message": "your plan (sandbox) does not include bulk-export",
+    }
     assert tokens(response) == dict(zip(HEADERS, (0, 3000, 1000, 3000, 1000), strict=True))
 
 

@@ -338,7 +338,9 @@ async def test_extend_takes_no_rate_or_in_flight_slot(
     """The request already holds its slots: extending it is never a 429."""
     account = await new_account(store, "quant")
     limits = config.limits
-    exports = [await store.admit(account, "bulk-export", 10) for _ in range(limits.concurrent_exports)]  # fmt: skip
+    exports = [
+        await store.admit(account, "bulk-export", 10) for _ in range(limits.concurrent_exports)
+    ]
     for _ in range(limits.concurrent - limits.concurrent_exports):
         assert (await store.admit(account, "ping", 1)).charge is not None
     charge = exports[-1].charge
@@ -535,9 +537,14 @@ async def test_a_worker_killed_before_its_released_settle_charges_the_net_and_ho
     assert account is not None
     released = Path(__file__).with_name("_released.py")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(released), store_url, key, repr(clock.now),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        str(released),
+        store_url,
+        key,
+        repr(clock.now),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     _, errors = await process.communicate()
     assert process.returncode == 0, errors
     entries = await store.ledger(account.key_id)

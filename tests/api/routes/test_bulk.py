@@ -69,7 +69,9 @@ def from_csv(body: bytes, dataset: Dataset) -> pl.DataFrame:
     """A CSV as Polars reads it with the catalog's types; list columns are JSON arrays."""
     schema = dataset.table.schema
     lists = [name for name, dtype in schema.items() if dtype.is_nested()]
-    frame = pl.read_csv(io.BytesIO(body), schema={n: pl.String if n in lists else t for n, t in schema.items()})  # fmt: skip
+    frame = pl.read_csv(
+        io.BytesIO(body), schema={n: pl.String if n in lists else t for n, t in schema.items()}
+    )
     return frame.with_columns(pl.col(n).str.json_decode(schema[n]) for n in lists)
 
 
@@ -83,7 +85,9 @@ def read_back(body: bytes, fmt: str, dataset: Dataset, scratch: Path) -> list[pl
         return [pl.read_ipc_stream(io.BytesIO(body)).sort(key), by_duckdb.sort(key)]
     (scratch / "export.parquet").write_bytes(body)
     with duckdb.connect() as con:
-        by_duckdb = con.sql("SELECT * FROM read_parquet(?)", params=[str(scratch / "export.parquet")]).pl()  # fmt: skip
+        by_duckdb = con.sql(
+            "SELECT * FROM read_parquet(?)", params=[str(scratch / "export.parquet")]
+        ).pl()
     return [pl.read_parquet(io.BytesIO(body)).sort(key), by_duckdb.sort(key)]
 
 
@@ -111,13 +115,28 @@ def test_every_dataset_in_every_format_reads_back_as_the_warehouse_table(
 
 
 FILTERS = [
-    ("daily-prices", {"from": "2025-06-01", "to": "2025-06-30"}, "date BETWEEN ? AND ?", ["2025-06-01", "2025-06-30"]),
+    (
+        "daily-prices",
+        {"from": "2025-06-01", "to": "2025-06-30"},
+        "date BETWEEN ? AND ?",
+        ["2025-06-01", "2025-06-30"],
+    ),
     ("daily-prices", {"symbols": "msft,AAPL"}, "list_contains(?, symbol)", [["AAPL", "MSFT"]]),
-    ("trend-segments", {"from": "2025-01-01", "symbols": "NVDA"}, "started_on >= ? AND symbol = ?", ["2025-01-01", "NVDA"]),
+    (
+        "trend-segments",
+        {"from": "2025-01-01", "symbols": "NVDA"},
+        "started_on >= ? AND symbol = ?",
+        ["2025-01-01", "NVDA"],
+    ),
     ("backtest-trades", {"to": "2024-12-31"}, "start_date <= ?", ["2024-12-31"]),
-    ("briefs", {"symbols": "AAPL", "from": "2026-02-20"}, "list_contains(symbols, ?) AND date >= ?", ["AAPL", "2026-02-20"]),
+    (
+        "briefs",
+        {"symbols": "AAPL", "from": "2026-02-20"},
+        "list_contains(symbols, ?) AND date >= ?",
+        ["AAPL", "2026-02-20"],
+    ),
     ("sentiment-daily", {"from": "2026-03-01", "to": "2026-03-01"}, "date = ?", ["2026-03-01"]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "query", "where", "params"), FILTERS)
@@ -161,7 +180,7 @@ ERRORS = [
     ("crypto", "daily-prices", {"to": "2026-02-30"}, 422, 1, "'to'"),
     ("crypto", "daily-prices", {"from": "2026-03-02", "to": "2026-03-01"}, 422, 1, "'from'"),
     ("crypto", "daily-prices", {"symbols": "BTC,NOPE"}, 404, 1, "NOPE"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("market", "name", "query", "status", "cost", "says"), ERRORS)
@@ -186,7 +205,10 @@ def test_each_error_answers_its_status_envelope_and_cost(
 def test_sandbox_answers_402_at_no_cost(served_api: ServedApi) -> None:
     response = get(served_api, served_api.new_key("sandbox"), "crypto", "daily-prices")
     assert response.status_code == 402
-    assert response.json() == {"success": False, "message": "your plan (sandbox) does not include bulk-export"}  # fmt: skip
+    assert response.json() == {
+        "success": False,
+        "message": "your plan (sandbox) does not include bulk-export",
+    }
     assert response.headers["x-tokens-cost"] == "0"
 
 
@@ -211,7 +233,11 @@ def test_a_repeated_export_with_its_etag_is_a_free_304(served_api: ServedApi) ->
 def priced_api(embedded_market: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:  # fmt: skip
     """The embedded market served with bulk export at 1 token per 100 rows and a `tiny` plan."""
     scratch = tmp_path_factory.mktemp("bulk-priced")
-    text = re.sub(r"(?m)^rows_per_token = .*$", f"rows_per_token = {ROWS_PER_TOKEN}", DEFAULT_CONFIG_PATH.read_text())  # fmt: skip
+    text = re.sub(
+        r"(?m)^rows_per_token = .*$",
+        f"rows_per_token = {ROWS_PER_TOKEN}",
+        DEFAULT_CONFIG_PATH.read_text(),
+    )
     (scratch / "metering.toml").write_text(text + PRICED_PLANS)
     env = clean_env(
         embedded_market,
@@ -239,13 +265,20 @@ def test_an_export_that_does_not_fit_the_balance_is_the_token_limit_401_and_cost
 ) -> None:
     """The whole cost fits or nothing is charged: a file of more than 40 tokens on a 40-token day
     is refused before a byte of it is sent; a smaller one is then served."""
-    [(rows,)] = warehouse.execute("SELECT count(*) FROM daily_prices WHERE market = 'crypto'").fetchall()  # fmt: skip
+    [(rows,)] = warehouse.execute(
+        "SELECT count(*) FROM daily_prices WHERE market = 'crypto'"
+    ).fetchall()
     assert math.ceil(rows / ROWS_PER_TOKEN) > 40
     key = priced_api.new_key("tiny")
     refused = get(priced_api, key, "crypto", "daily-prices")
     assert refused.status_code == 401
     assert refused.json()["error_code"] == "DAILY_TOKEN_LIMIT"
-    assert (refused.headers["x-tokens-cost"], refused.headers["x-tokens-remaining-today"]) == ("0", "40")  # fmt: skip
+    assert (refused.headers["x-tokens-cost"], refused.headers["x-tokens-remaining-today"]) == (
+        "0",
+        "40",
+    )
     served = get(priced_api, key, "crypto", "daily-prices", symbols="BTC", to="2023-12-31")
     assert served.status_code == 200
-    assert served.headers["x-tokens-remaining-today"] == str(40 - int(served.headers["x-tokens-cost"]))  # fmt: skip
+    assert served.headers["x-tokens-remaining-today"] == str(
+        40 - int(served.headers["x-tokens-cost"])
+    )

@@ -152,7 +152,9 @@ def test_a_slot_held_by_another_live_process_is_never_taken(
         "c.localize(['t/f10.parquet']); print(c.directory.name, flush=True); time.sleep(60)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env
+    )
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "slot-0"
@@ -175,7 +177,12 @@ def test_a_fetch_cut_short_is_never_read_and_is_deleted_once_its_process_is_gone
     source: LocalStorage, tmp_path: Path
 ) -> None:
     cache = FileCache(source, tmp_path / "cache")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)  # fmt: skip
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     partial = cache.objects / "t" / f"f10.parquet.{dead.stdout.strip()}.1.part"
     running = cache.objects / "t" / f"f20.parquet.{os.getpid()}.1.part"
     partial.parent.mkdir(parents=True)

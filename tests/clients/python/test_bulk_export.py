@@ -22,7 +22,9 @@ def test_an_export_into_a_directory_takes_the_servers_file_name_and_holds_the_se
     """The file holds the warehouse's rows: BTC's closes from a day on are get-price-history's."""
     manifest = read_manifest(embedded_market / "warehouse")
     assert manifest is not None
-    saved = client.bulk_export("crypto", "daily-prices", tmp_path, symbols=["btc"], start=date(2025, 1, 1))  # fmt: skip
+    saved = client.bulk_export(
+        "crypto", "daily-prices", tmp_path, symbols=["btc"], start=date(2025, 1, 1)
+    )
     assert saved == tmp_path / f"crypto-daily-prices-{manifest.version}.parquet"
     frame = pl.read_parquet(saved)
     assert set(frame["symbol"]) == {"BTC"}
@@ -37,7 +39,9 @@ def test_the_async_client_saves_a_csv_to_the_path_given_and_reads_the_balance(
 ) -> None:
     async def export() -> tuple[Path, int | None]:
         async with AsyncClient(internal_key, base_url=served_api.base) as api:
-            path = await api.bulk_export("forex", "sentiment-daily", tmp_path / "s.csv", format="csv")  # fmt: skip
+            path = await api.bulk_export(
+                "forex", "sentiment-daily", tmp_path / "s.csv", format="csv"
+            )
             return path, None if api.balance is None else api.balance.cost
 
     path, cost = asyncio.run(export())

@@ -27,21 +27,77 @@ FUZZ = settings(max_examples=150, deadline=None)
 
 MARKUP = st.sampled_from(
     [
-        "<p>", "</p>", "<br/>", "<b>", "</b", "<a href='https://x.example/?a&b'>", "</a>",
-        "<![", "<![ if mso]>", "<![endif]>", "<![CDATA[", "]]>", "<!--", "-->", "<!", "<!DOCTYPE",
-        "<?php", "?>", "<script>", "</script>", "<style>", "</style>", "<", ">", "&", "&amp;",
-        "&nbsp;", "&#", "&#55296;", "&#x110000;", "&#0;", "&bogus;", "\u00a0", "\x00", "\ud800",
+        "<p>",
+        "</p>",
+        "<br/>",
+        "<b>",
+        "</b",
+        "<a href='https://x.example/?a&b'>",
+        "</a>",
+        "<![",
+        "<![ if mso]>",
+        "<![endif]>",
+        "<![CDATA[",
+        "]]>",
+        "<!--",
+        "-->",
+        "<!",
+        "<!DOCTYPE",
+        "<?php",
+        "?>",
+        "<script>",
+        "</script>",
+        "<style>",
+        "</style>",
+        "<",
+        ">",
+        "&",
+        "&amp;",
+        "&nbsp;",
+        "&#",
+        "&#55296;",
+        "&#x110000;",
+        "&#0;",
+        "&bogus;",
+        "\u00a0",
+        "\x00",
+        "\ud800",
     ]
-)  # fmt: skip
+)
 HTML = st.lists(st.one_of(MARKUP, st.text(max_size=8)), max_size=12).map("".join)
 
 URL_PIECES = st.sampled_from(
     [
-        "http://", "https://", "HTTPS://", "ftp://", "//", "[", "]", "::1", "Example.COM", ":",
-        ":443", ":99999", "@", "/", "?", "#", "&", "=", "rss", "utm_source=x", "%2F", "%", "+",
-        "\uff03", " ", "\t", "é", "\ud800",
+        "http://",
+        "https://",
+        "HTTPS://",
+        "ftp://",
+        "//",
+        "[",
+        "]",
+        "::1",
+        "Example.COM",
+        ":",
+        ":443",
+        ":99999",
+        "@",
+        "/",
+        "?",
+        "#",
+        "&",
+        "=",
+        "rss",
+        "utm_source=x",
+        "%2F",
+        "%",
+        "+",
+        "\uff03",
+        " ",
+        "\t",
+        "é",
+        "\ud800",
     ]
-)  # fmt: skip
+)
 URLS = st.one_of(st.text(), st.lists(URL_PIECES, max_size=10).map("".join))
 
 _FOREIGN_NAMES = sorted({*MONTHS, *DAY_NAMES})

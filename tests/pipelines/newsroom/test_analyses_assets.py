@@ -167,10 +167,15 @@ def test_facts_are_gathered_from_the_latest_bar_of_each_table() -> None:
     facts = {
         f.symbol: f
         for f in analyses.gather_facts(
-            "crypto", prices("crypto"), instruments("crypto"), snapshots("crypto"),
-            segments("crypto"), actions("crypto"), briefs("crypto"),
+            "crypto",
+            prices("crypto"),
+            instruments("crypto"),
+            snapshots("crypto"),
+            segments("crypto"),
+            actions("crypto"),
+            briefs("crypto"),
         )
-    }  # fmt: skip
+    }
     btc = facts["BTC"]
     assert set(facts) == {"BTC", "DOGE", "ETH"}  # NOBAR has no price bar
     assert (btc.date, btc.close) == ("2025-01-10", 43_000.0)
@@ -220,10 +225,52 @@ def test_every_number_an_analysis_cites_matches_the_warehouse(stored: Warehouse)
     # An oracle independent of the facts code: each coin's numbers computed by hand from the frames.
     windows = {"7", "14", "30", "50", "200"}
     expected = {
-        "BTC": {"43000", "0.2", "+0.2", "1.7", "+1.7", "7.5", "+7.5", "72.4", "41000", "45000", "1", "+3"},
-        "ETH": {"3700", "0.3", "-0.3", "1.9", "-1.9", "7.5", "-7.5", "28", "41000", "45000", "12", "1", "-2.5"},
-        "DOGE": {"0.013", "0.8", "+0.8", "5.7", "+5.7", "30", "+30", "55.5", "55.6", "41000", "45000", "0", "1", "+1.5"},
-    }  # fmt: skip
+        "BTC": {
+            "43000",
+            "0.2",
+            "+0.2",
+            "1.7",
+            "+1.7",
+            "7.5",
+            "+7.5",
+            "72.4",
+            "41000",
+            "45000",
+            "1",
+            "+3",
+        },
+        "ETH": {
+            "3700",
+            "0.3",
+            "-0.3",
+            "1.9",
+            "-1.9",
+            "7.5",
+            "-7.5",
+            "28",
+            "41000",
+            "45000",
+            "12",
+            "1",
+            "-2.5",
+        },
+        "DOGE": {
+            "0.013",
+            "0.8",
+            "+0.8",
+            "5.7",
+            "+5.7",
+            "30",
+            "+30",
+            "55.5",
+            "55.6",
+            "41000",
+            "45000",
+            "0",
+            "1",
+            "+1.5",
+        },
+    }
     table = stored.read(INSTRUMENT_ANALYSES)
     for symbol, text in table.select("symbol", "analysis").rows():
         numbers = fmt.cited(

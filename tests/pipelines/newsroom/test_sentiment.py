@@ -21,11 +21,25 @@ def brief(
     article_id: str, day: date, symbols: list[str], sentiment: float | None, topic: str
 ) -> dict[str, object]:
     return {
-        "market": "crypto", "article_id": article_id, "timestamp": 0, "date": day, "title": "t",
-        "symbols": symbols, "body": "b", "fud_fomo_bias": None, "fud_fomo_score": None,
-        "sentiment": sentiment, "tone": None, "clout": None, "impacted_coins": None,
-        "speculation_score": None, "topic": topic, "enricher": "lexicon", "feed": "f", "link": None,
-    }  # fmt: skip
+        "market": "crypto",
+        "article_id": article_id,
+        "timestamp": 0,
+        "date": day,
+        "title": "t",
+        "symbols": symbols,
+        "body": "b",
+        "fud_fomo_bias": None,
+        "fud_fomo_score": None,
+        "sentiment": sentiment,
+        "tone": None,
+        "clout": None,
+        "impacted_coins": None,
+        "speculation_score": None,
+        "topic": topic,
+        "enricher": "lexicon",
+        "feed": "f",
+        "link": None,
+    }
 
 
 @pytest.fixture

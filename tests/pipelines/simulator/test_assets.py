@@ -176,7 +176,9 @@ def test_a_market_with_nothing_to_recommend_warns(tmp_path: Path) -> None:
     falling = small_market("stocks").with_columns(
         (pl.lit(1000.0) * (0.995 ** pl.int_range(pl.len()).over("symbol"))).alias("close")
     )
-    falling = falling.with_columns(open=pl.col("close"), high=pl.col("close") * 1.01, low=pl.col("close") * 0.99)  # fmt: skip
+    falling = falling.with_columns(
+        open=pl.col("close"), high=pl.col("close") * 1.01, low=pl.col("close") * 0.99
+    )
     load_prices(warehouse, falling.drop("market", "timestamp", "source"), "stocks", LAST)
     warehouse.write(INSTRUMENTS, "stocks", instruments("stocks"))
     evaluation = _positions_check(warehouse, "stocks")

@@ -23,11 +23,18 @@ FREE = Costs(fee=0.0, slippage=0.0)
 
 def bars(closes: dict[str, list[float]], first: date = date(2024, 1, 1)) -> pl.DataFrame:
     rows = [
-        {"symbol": s, "date": first + timedelta(days=i), "open": c, "high": c + 1, "low": c - 1,
-         "close": c, "volume": 1.0}
+        {
+            "symbol": s,
+            "date": first + timedelta(days=i),
+            "open": c,
+            "high": c + 1,
+            "low": c - 1,
+            "close": c,
+            "volume": 1.0,
+        }
         for s, cs in closes.items()
         for i, c in enumerate(cs)
-    ]  # fmt: skip
+    ]
     return pl.DataFrame(rows)
 
 
@@ -64,13 +71,28 @@ def test_trade_metrics_count_closed_trades_and_average_wins_and_losses() -> None
 
 def test_annualized_return_compounds_over_the_window_days() -> None:
     part = pl.DataFrame(
-        {"column": [0], "final_value": [12_100.0], "initial_investment": [10_000.0],
-         "start_date": [date(2022, 1, 1)], "end_date": [date(2022, 1, 1) + timedelta(days=731)]}
-    )  # fmt: skip
-    s = metrics.summaries(part, metrics.trade_metrics(pl.DataFrame(
-        schema={"column": pl.Int64, "closed": pl.Boolean, "profit": pl.Float64,
-                "profit_percent": pl.Float64, "days_in_trade": pl.Int32}
-    ))).row(0, named=True)  # fmt: skip
+        {
+            "column": [0],
+            "final_value": [12_100.0],
+            "initial_investment": [10_000.0],
+            "start_date": [date(2022, 1, 1)],
+            "end_date": [date(2022, 1, 1) + timedelta(days=731)],
+        }
+    )
+    s = metrics.summaries(
+        part,
+        metrics.trade_metrics(
+            pl.DataFrame(
+                schema={
+                    "column": pl.Int64,
+                    "closed": pl.Boolean,
+                    "profit": pl.Float64,
+                    "profit_percent": pl.Float64,
+                    "days_in_trade": pl.Int32,
+                }
+            )
+        ),
+    ).row(0, named=True)
     assert s["annualized_return"] == pytest.approx(100 * (1.21 ** (365.25 / 731) - 1))
     assert s["total_trades"] == 0
     assert s["profitable_trade_percent"] is None

@@ -109,9 +109,15 @@ def test_backtesting_py_replays_the_same_trades_and_final_value(
     # backtesting.py cannot fill an order placed on its last bar (nor act on bar 0)
     entry[[0, -1]] = exit_signal[[0, -1]] = False
     ours = backtest(
-        cols["Close"], cols["High"], cols["Low"], entry, exit_signal, np.array([0]),
-        strategy.rules(market), costs,
-    )  # fmt: skip
+        cols["Close"],
+        cols["High"],
+        cols["Low"],
+        entry,
+        exit_signal,
+        np.array([0]),
+        strategy.rules(market),
+        costs,
+    )
     Replay.entry, Replay.exit = entry[:, 0], exit_signal[:, 0]
     Replay.rules, Replay.costs = strategy.rules(market), costs
     oracle = FractionalBacktest(

@@ -376,7 +376,10 @@ def test_a_run_that_stages_only_the_current_files_publishes_no_version(
     published = RunTransaction(warehouse, "run-1", "daily_publish").commit()
     assert (published.version, published.published) == (before.version, False)
     assert read_manifest(warehouse.root) == before
-    assert views.views_version(warehouse.duckdb_path) == (before.version, str(warehouse.root.resolve()))  # type: ignore[arg-type]  # fmt: skip
+    assert views.views_version(warehouse.duckdb_path) == (
+        before.version,
+        str(warehouse.root.resolve()),
+    )  # type: ignore[arg-type]
 
 
 def test_a_run_that_changes_one_file_publishes_a_new_version(warehouse: Warehouse) -> None:
@@ -414,7 +417,9 @@ def test_a_market_file_with_the_same_rows_is_the_stored_file_and_other_rows_a_ne
     assert same.partitions(PRICE_REJECTS.name, "crypto") == stored
     assert not RunTransaction(warehouse, "run-1", "daily_publish").commit().published
     more = RunTransaction(warehouse, "run-2", "raw_daily_prices")
-    stage_market_file(more, PRICE_REJECTS, "crypto", rejects_frame("crypto", "bad close", "bad day"))  # fmt: skip
+    stage_market_file(
+        more, PRICE_REJECTS, "crypto", rejects_frame("crypto", "bad close", "bad day")
+    )
     assert more.partitions(PRICE_REJECTS.name, "crypto") != stored
     assert RunTransaction(warehouse, "run-2", "daily_publish").commit().published
     assert warehouse.read(PRICE_REJECTS)["reason"].to_list() == ["bad close", "bad day"]

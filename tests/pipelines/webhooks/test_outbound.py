@@ -126,12 +126,24 @@ def test_one_slow_receiver_never_delays_the_others(
     fast = subscription(receiver.url, id="fast")
     config: WebhooksConfig = make_config(ca_file, slow, fast)
     news = ev.make_event(
-        "news.published", ("crypto", "a"), "2026-01-01T00:00:00+00:00",
-        ev.NewsPublished(market="crypto", article_id="a", published_at="2026-01-01T00:00:00+00:00",
-                         title="t", symbols=["BTC"], sentiment=1.0, tone="bullish", topic="price",
-                         link=None, summary="s"),
-        "crypto", ("BTC",),
-    )  # fmt: skip
+        "news.published",
+        ("crypto", "a"),
+        "2026-01-01T00:00:00+00:00",
+        ev.NewsPublished(
+            market="crypto",
+            article_id="a",
+            published_at="2026-01-01T00:00:00+00:00",
+            title="t",
+            symbols=["BTC"],
+            sentiment=1.0,
+            tone="bullish",
+            topic="price",
+            link=None,
+            summary="s",
+        ),
+        "crypto",
+        ("BTC",),
+    )
     outbox.record([news], config.subscriptions, now=0.0)
     started = time.monotonic()
     outcomes = make_worker(config).deliver_due()
