@@ -14,11 +14,12 @@ from api.dependencies import market_segment, serving_of
 from api.dependencies import request_snapshot as request_snapshot  # for the controllers
 from api.dependencies import take_snapshot as take_snapshot
 from api.errors import DependencyUnavailable, NotFound
+from api.queries import Row as Row  # for the controllers
+from api.queries.instruments import instrument_list
 from api.schemas import Instrument, Wire
-from api.warehouse import QueryParams, WarehouseSnapshot
+from api.warehouse import WarehouseSnapshot
 from pipelines.catalog import MARKETS
 
-Row = dict[str, Any]
 W = TypeVar("W", bound=Wire)
 InstrumentIndex = dict[str, dict[str, Instrument]]
 """market -> upper-case symbol -> Instrument, built once per data version."""
@@ -60,12 +61,6 @@ def require_tables(snapshot: WarehouseSnapshot, *names: str) -> None:
             )
 
 
-async def rows(snapshot: WarehouseSnapshot, sql: str, params: QueryParams = None) -> list[Row]:
-    """Query in a worker thread; rows as dicts."""
-    frame = await snapshot.fetch(sql, params)
-    return frame.to_dicts()
-
-
 INSTRUMENT_INDEX = "instrument-index"
 
 
@@ -82,7 +77,7 @@ async def instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
 
 def _read_instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
     index: InstrumentIndex = {}
-    frame = snapshot.query("SELECT market, symbol, name, logo FROM instruments")
+    frame = instrument_list(snapshot)
     for market, symbol, name, logo in frame.iter_rows():
         upper = symbol.upper()
         index.setdefault(market, {})[upper] = Instrument(name=name, symbol=upper, logo=logo)

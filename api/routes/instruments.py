@@ -9,6 +9,7 @@ from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
 from api.params import CRYPTO_ONLY, SKIP, SYMBOLS_LIMIT
+from api.queries import instruments as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
@@ -17,7 +18,6 @@ from api.routes.common import (
     instrument_served,
     market_of,
     request_snapshot,
-    rows,
     take_snapshot,
     to_wire,
 )
@@ -120,10 +120,9 @@ class InstrumentsController(Controller):
         found = await instrument_served(snapshot, market, symbol, "scorecards")
 
         async def build() -> Scorecard:
-            sql = "SELECT * FROM scorecards WHERE market = ? AND upper(symbol) = ? LIMIT 1"
-            matched = await rows(snapshot, sql, [market, found.symbol])
-            if not matched:
+            row = await queries.scorecard(snapshot, market, found.symbol)
+            if row is None:
                 raise NotFound(f"No scorecard for {found.symbol} yet")
-            return to_wire(Scorecard, {"name": found.name, **matched[0], "symbol": found.symbol})
+            return to_wire(Scorecard, {"name": found.name, **row, "symbol": found.symbol})
 
         return await serve(request, snapshot, ("scorecard", market, found.symbol), build)

@@ -9,13 +9,13 @@ from litestar.params import FromPath
 
 from api.errors import error_responses
 from api.params import LEGACY_SENTIMENT_DAYS
+from api.queries import legacy as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     instrument_served,
     iso_date,
     request_snapshot,
-    rows,
     serving_of,
     take_snapshot,
 )
@@ -26,8 +26,6 @@ from api.schemas import (
     LegacyTrend,
     LegacyTrendsSuccess,
 )
-
-DAY_MS = 86_400_000
 
 
 class LegacyController(Controller):
@@ -53,10 +51,6 @@ class LegacyController(Controller):
         found = await instrument_served(snapshot, market, coin, "trend_segments")
 
         async def build() -> LegacyTrendsSuccess:
-            sql = (
-                "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? "
-                "ORDER BY segment DESC"
-            )
             trends = [
                 LegacyTrend(
                     date=float(r["ended_at"]),
@@ -69,7 +63,7 @@ class LegacyController(Controller):
                     max_price=r["max_price"],
                     min_price=r["min_price"],
                 )
-                for r in await rows(snapshot, sql, [market, found.symbol])
+                for r in await queries.trend_segments(snapshot, market, found.symbol)
             ]
             return LegacyTrendsSuccess(Success=LegacyCoinTrends(coin=found.symbol, trends=trends))
 
@@ -92,13 +86,6 @@ class LegacyController(Controller):
         found = await instrument_served(snapshot, market, coin, "sentiment_topics")
 
         async def build() -> LegacySentimentSuccess:
-            sql = (
-                "SELECT timestamp, topic, positive, negative FROM sentiment_topics "
-                "WHERE market = ? AND upper(symbol) = ? AND timestamp > "
-                "(SELECT max(timestamp) FROM sentiment_topics WHERE market = ?) - ? "
-                "ORDER BY timestamp DESC"
-            )
-            params = [market, found.symbol, market, count * DAY_MS]
             points = [
                 LegacySentimentPoint(
                     timestamp=float(r["timestamp"]),
@@ -106,7 +93,7 @@ class LegacyController(Controller):
                     positive=r["positive"],
                     negative=r["negative"],
                 )
-                for r in await rows(snapshot, sql, params)
+                for r in await queries.topic_sentiment(snapshot, market, found.symbol, count)
             ]
             return LegacySentimentSuccess(Success=points)
 

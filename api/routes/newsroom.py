@@ -10,6 +10,7 @@ from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
 from api.params import BRIEFS_LIMIT, CRYPTO_ONLY, KEYWORDS, SEARCH_LIMIT, keyword_list
+from api.queries import newsroom as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
@@ -19,12 +20,10 @@ from api.routes.common import (
     market_of,
     request_snapshot,
     require_tables,
-    rows,
     take_snapshot,
     to_wire,
 )
 from api.schemas import Brief, BriefList, InstrumentAnalysis, MarketSummary
-from api.warehouse import WarehouseSnapshot
 
 DAY_MS = 86_400_000
 WINDOW_STEP_MS = 60_000
@@ -35,23 +34,11 @@ def brief(row: Row) -> Brief:
     return to_wire(Brief, {**row, "date": iso_date(row["date"])})
 
 
-def keyword_filter(words: list[str]) -> str:
-    """SQL over `words` (`keyword_list`): every keyword occurs in the title (any case)."""
-    return "".join(" AND contains(lower(title), ?)" for _ in words)
-
-
-def latest(snapshot: WarehouseSnapshot, table: str, where: str, params: list[object]) -> Any:
-    """The newest row of `table` matching `where`, 404 when there is none."""
-
-    async def fetch() -> Row:
-        sql = f"SELECT * FROM {table} WHERE {where} ORDER BY timestamp DESC LIMIT 1"
-        found = await rows(snapshot, sql, params)
-        if not found:
-            raise NotFound(f"No {table.replace('_', ' ')} found")
-        row = found[0]
-        return {**row, "date": iso_date(row["date"])}
-
-    return fetch
+def dated(row: Row | None, table: str) -> Row:
+    """A written analysis with its ISO date; 404 naming the table when there is none."""
+    if row is None:
+        raise NotFound(f"No {table.replace('_', ' ')} found")
+    return {**row, "date": iso_date(row["date"])}
 
 
 class NewsroomController(Controller):
@@ -76,11 +63,10 @@ class NewsroomController(Controller):
         require_tables(snapshot, "briefs")
 
         async def build() -> Brief:
-            sql = "SELECT * FROM briefs WHERE market = ? AND article_id = ?"
-            found = await rows(snapshot, sql, [market, article_id])
-            if not found:
+            row = await queries.article(snapshot, market, article_id)
+            if row is None:
                 raise NotFound(f"Article '{article_id}' not found")
-            return brief(found[0])
+            return brief(row)
 
         return await serve(request, snapshot, ("get-article", market, article_id), build)
 
@@ -100,11 +86,7 @@ class NewsroomController(Controller):
         found = await instrument_served(snapshot, market, symbol, "briefs")
 
         async def build() -> BriefList:
-            sql = (
-                "SELECT * FROM briefs WHERE market = ? AND list_contains(symbols, ?) "
-                "ORDER BY timestamp DESC NULLS LAST, article_id LIMIT ?"
-            )
-            found_rows = await rows(snapshot, sql, [market, found.symbol, limit])
+            found_rows = await queries.recent_briefs(snapshot, market, found.symbol, limit)
             return BriefList(briefs=[brief(r) for r in found_rows])
 
         key = ("get-recent-briefs", market, found.symbol, limit)
@@ -126,16 +108,13 @@ class NewsroomController(Controller):
         limit, words = values.integer(SEARCH_LIMIT), keyword_list(values.text(KEYWORDS))
         found = await instrument_served(snapshot, market, symbol, "briefs")
         now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
-        title_sql = keyword_filter(words)
 
         async def build() -> BriefList:
-            sql = (
-                "SELECT * FROM briefs WHERE market = ? AND list_contains(symbols, ?) "
-                f"AND timestamp >= ? AND timestamp <= ?{title_sql} "
-                "ORDER BY timestamp DESC, article_id LIMIT ?"
+            since, until = now - DAY_MS, now + WINDOW_STEP_MS
+            found_rows = await queries.search_briefs(
+                snapshot, market, found.symbol, since, until, words, limit
             )
-            params = [market, found.symbol, now - DAY_MS, now + WINDOW_STEP_MS, *words, limit]
-            return BriefList(briefs=[brief(r) for r in await rows(snapshot, sql, params)])
+            return BriefList(briefs=[brief(r) for r in found_rows])
 
         key = ("search-briefs", market, found.symbol, tuple(words), limit, now)
         return await serve(request, snapshot, key, build, remember=False)  # the window moves
@@ -161,15 +140,10 @@ class CryptoNewsroomController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         found = await instrument_served(snapshot, market, symbol, "instrument_analyses")
-        fetch = latest(
-            snapshot,
-            "instrument_analyses",
-            "market = ? AND upper(symbol) = ?",
-            [market, found.symbol],
-        )
 
         async def build() -> InstrumentAnalysis:
-            return to_wire(InstrumentAnalysis, await fetch())
+            row = await queries.instrument_analysis(snapshot, market, found.symbol)
+            return to_wire(InstrumentAnalysis, dated(row, "instrument_analyses"))
 
         key = ("get-instrument-analysis", found.symbol)
         return await serve(request, snapshot, key, build)
@@ -186,9 +160,9 @@ class CryptoNewsroomController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         require_tables(snapshot, "market_summaries")
-        fetch = latest(snapshot, "market_summaries", "market = ?", [market])
 
         async def build() -> MarketSummary:
-            return to_wire(MarketSummary, await fetch())
+            row = await queries.market_summary(snapshot, market)
+            return to_wire(MarketSummary, dated(row, "market_summaries"))
 
         return await serve(request, snapshot, ("get-market-summary",), build)

@@ -9,6 +9,7 @@ from litestar.params import FromPath
 
 from api.errors import error_responses
 from api.params import SENTIMENT_LIMIT
+from api.queries import sentiment as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
@@ -16,7 +17,6 @@ from api.routes.common import (
     iso_date,
     market_of,
     request_snapshot,
-    rows,
     take_snapshot,
     to_wire,
 )
@@ -46,11 +46,7 @@ class SentimentController(Controller):
         found = await instrument_served(snapshot, market, symbol, "sentiment_daily")
 
         async def build() -> SentimentHistory:
-            sql = (
-                "SELECT * FROM sentiment_daily WHERE market = ? AND upper(symbol) = ? "
-                "ORDER BY date DESC LIMIT ?"
-            )
-            found_rows = await rows(snapshot, sql, [market, found.symbol, limit])
+            found_rows = await queries.sentiment_days(snapshot, market, found.symbol, limit)
             points = [
                 to_wire(SentimentPoint, {**r, "symbol": found.symbol, "date": iso_date(r["date"])})
                 for r in found_rows

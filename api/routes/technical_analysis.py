@@ -9,6 +9,7 @@ from litestar.params import FromPath
 
 from api.errors import InvalidParameter, NotFound, error_responses
 from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, PRICES_FROM, PRICES_TO
+from api.queries import technical_analysis as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
@@ -17,7 +18,6 @@ from api.routes.common import (
     iso_date,
     market_of,
     request_snapshot,
-    rows,
     take_snapshot,
 )
 from api.schemas import (
@@ -33,14 +33,6 @@ from api.schemas import (
 )
 
 FIB_BOUNDS = ("fib_high", "fib_low")
-
-
-def price_sql(start: int | None, end: int | None, limit: int | None) -> str:
-    """Range first (inclusive), then the most recent `limit` points of it (rules 3 and 2)."""
-    where = ["market = ?", "symbol = ?"]
-    where += ["timestamp >= ?"] * (start is not None) + ["timestamp <= ?"] * (end is not None)
-    sql = f"SELECT timestamp, date, close AS price, volume FROM daily_prices WHERE {' AND '.join(where)}"
-    return sql + " ORDER BY timestamp DESC" + (" LIMIT ?" if limit is not None else "")
 
 
 def price_points(found: list[Row]) -> PriceHistory:
@@ -121,10 +113,12 @@ class TechnicalAnalysisController(Controller):
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise InvalidParameter("from", "must not be later than 'to'")
         found = await instrument_served(snapshot, market, symbol, "daily_prices")
-        params = [p for p in (market, found.symbol, start_ms, end_ms, limit) if p is not None]
 
         async def build() -> PriceHistory:
-            return price_points(await rows(snapshot, price_sql(start_ms, end_ms, limit), params))
+            found_rows = await queries.price_points(
+                snapshot, market, found.symbol, start_ms, end_ms, limit
+            )
+            return price_points(found_rows)
 
         key = ("get-price-history", market, found.symbol, limit, start_ms, end_ms)
         return await serve(request, snapshot, key, build, points=count_points)
@@ -145,11 +139,10 @@ class TechnicalAnalysisController(Controller):
         found = await instrument_served(snapshot, market, symbol, "indicator_snapshots")
 
         async def build() -> Indicators:
-            sql = "SELECT * FROM indicator_snapshots WHERE market = ? AND upper(symbol) = ? AND period = ?"
-            matched = await rows(snapshot, sql, [market, found.symbol, period])
-            if not matched:
+            row = await queries.indicator_snapshot(snapshot, market, found.symbol, period)
+            if row is None:
                 raise NotFound(f"No indicators for {found.symbol} over {period} days")
-            values = indicator_values(matched[0])
+            values = indicator_values(row)
             return Indicators(period=period, symbol=found.symbol, indicators=values)
 
         return await serve(

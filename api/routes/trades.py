@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
@@ -23,6 +23,7 @@ from api.params import (
     TREND_SEGMENTS_LIMIT,
     strategy_param,
 )
+from api.queries import trades as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
@@ -32,7 +33,6 @@ from api.routes.common import (
     market_of,
     request_snapshot,
     require_tables,
-    rows,
     take_snapshot,
     to_wire,
 )
@@ -53,13 +53,6 @@ from api.schemas import (
     TrendSegments as TrendSegmentsBody,
 )
 from pipelines.catalog import STRATEGIES
-
-# A `years` beyond the symbol's history is served with its largest stored window (the full history).
-WINDOW = "years = (SELECT max(years) FROM {table} WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND years <= ?)"
-FULL_HISTORY = (
-    "JOIN (SELECT market, symbol, strategy, max(years) AS years FROM backtest_trades "
-    "GROUP BY ALL) USING (market, symbol, strategy, years)"
-)
 
 
 def trade(row: Row) -> Trade:
@@ -124,10 +117,10 @@ class CryptoTradesController(Controller):
         found = await instrument_served(snapshot, market, symbol, "backtest_trades")
 
         async def build() -> TradeList:
-            where = WINDOW.format(table="backtest_trades")
-            sql = f"SELECT * FROM backtest_trades WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND {where} ORDER BY start_date DESC LIMIT ?"
-            params = [market, found.symbol, chosen] * 2 + [years, limit]
-            return TradeList(trades=[trade(r) for r in await rows(snapshot, sql, params)])
+            found_rows = await queries.backtest_trades(
+                snapshot, market, found.symbol, chosen, years, limit
+            )
+            return TradeList(trades=[trade(r) for r in found_rows])
 
         key = ("get-backtest-history", found.symbol, chosen, years, limit)
         return await serve(request, snapshot, key, build)
@@ -150,12 +143,9 @@ class CryptoTradesController(Controller):
         found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
 
         async def build() -> BacktestSummary:
-            where = WINDOW.format(table="backtest_summaries")
-            sql = f"SELECT * FROM backtest_summaries WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND {where}"
-            found_rows = await rows(snapshot, sql, [market, found.symbol, chosen] * 2 + [years])
-            if not found_rows:
+            row = await queries.backtest_summary(snapshot, market, found.symbol, chosen, years)
+            if row is None:
                 raise NotFound(f"No {chosen} backtest for {found.symbol}")
-            row = found_rows[0]
             dates = {
                 "start_date": iso_date(row["start_date"]),
                 "end_date": iso_date(row["end_date"]),
@@ -182,30 +172,26 @@ class CryptoTradesController(Controller):
         found = await instrument_served(snapshot, market, symbol, "current_actions")
 
         async def build() -> CurrentAction:
-            sql = "SELECT * FROM current_actions WHERE market = ? AND upper(symbol) = ? AND strategy = ?"
-            found_rows = await rows(snapshot, sql, [market, found.symbol, chosen])
-            if not found_rows:
+            row = await queries.current_action(snapshot, market, found.symbol, chosen)
+            if row is None:
                 raise NotFound(f"No {chosen} action for {found.symbol}")
-            return to_wire(CurrentAction, {**found_rows[0], "symbol": found.symbol})
+            return to_wire(CurrentAction, {**row, "symbol": found.symbol})
 
         return await serve(request, snapshot, ("get-current-action", found.symbol, chosen), build)
 
-    async def _recent(self, request: Request[Any, Any, Any], side: str) -> Response[TradeList]:
+    async def _recent(
+        self, request: Request[Any, Any, Any], side: Literal["buys", "sells"]
+    ) -> Response[TradeList]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         values = RequestValues.of(request.scope)
         chosen = strategies(values.text(STRATEGY_FILTER))
         limit, skip = values.integer(RECENT_TRADES_LIMIT), values.integer(SKIP)
         require_tables(snapshot, "backtest_trades")
-        day = "start_date" if side == "buys" else "sell_date"
 
         async def build() -> TradeList:
-            sql = (
-                f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND {day} IS NOT NULL "
-                f"AND list_contains(?, strategy) ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
-            )
-            params = [market, list(chosen), limit, skip]
-            return TradeList(trades=[trade(r) for r in await rows(snapshot, sql, params)])
+            found = await queries.recent_trades(snapshot, market, side, chosen, limit, skip)
+            return TradeList(trades=[trade(r) for r in found])
 
         return await serve(request, snapshot, ("recent", side, chosen, limit, skip), build)
 
@@ -244,11 +230,7 @@ class CryptoTradesController(Controller):
         require_tables(snapshot, "recommendations")
 
         async def build() -> RecommendationList:
-            sql = (
-                "SELECT strategy, symbol, score FROM recommendations WHERE market = ? AND strategy = ? "
-                "AND score >= ? ORDER BY score DESC, symbol LIMIT ?"
-            )
-            found = await rows(snapshot, sql, [market, chosen, min_score, limit])
+            found = await queries.recommendations(snapshot, market, chosen, min_score, limit)
             return RecommendationList(recommendations=[to_wire(Recommendation, r) for r in found])
 
         return await serve(
@@ -272,11 +254,7 @@ class CryptoTradesController(Controller):
         found = await instrument_served(snapshot, market, symbol, "trend_history")
 
         async def build() -> TrendHistory:
-            sql = (
-                "SELECT timestamp, date, price, strength, trend FROM trend_history "
-                "WHERE market = ? AND upper(symbol) = ? ORDER BY date DESC LIMIT ?"
-            )
-            found_rows = await rows(snapshot, sql, [market, found.symbol, count])
+            found_rows = await queries.trend_history(snapshot, market, found.symbol, count)
             points = [to_wire(TrendPoint, {**r, "date": iso_date(r["date"])}) for r in found_rows]
             return TrendHistory(trends=points)
 
@@ -305,13 +283,9 @@ class MarketTradesController(Controller):
         found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> CurrentTrend:
-            sql = (
-                "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? AND is_running"
-            )
-            found_rows = await rows(snapshot, sql, [market, found.symbol])
-            if not found_rows:
+            row = await queries.running_trend(snapshot, market, found.symbol)
+            if row is None:
                 raise NotFound(f"No trend for {found.symbol} yet")
-            row = found_rows[0]
             return CurrentTrend(current_trend=trend_entry(row), last_updated=row["last_updated"])
 
         return await serve(request, snapshot, ("get-current-trend", market, found.symbol), build)
@@ -332,11 +306,7 @@ class MarketTradesController(Controller):
         found = await instrument_served(snapshot, market, symbol, "trend_segments")
 
         async def build() -> TrendSegmentsBody:
-            sql = (
-                "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? "
-                "ORDER BY segment DESC LIMIT ?"
-            )
-            found_rows = await rows(snapshot, sql, [market, found.symbol, limit])
+            found_rows = await queries.trend_segments(snapshot, market, found.symbol, limit)
             updated = max((r["last_updated"] for r in found_rows), default=None)
             entries = [trend_entry(r) for r in found_rows]
             return TrendSegmentsBody(trend_segments=entries, last_updated=updated)

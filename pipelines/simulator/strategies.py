@@ -3,10 +3,9 @@
 Their entry and exit signals are computed bar by bar in `pipelines.simulator.signals`.
 
 The exits' distances are stated in units of a market's typical daily volatility, so that a stop
-means the same thing in every market: a fixed 8% trailing stop is four standard deviations of a
-stock's daily move, two of a coin's (ordinary noise ended two thirds of crypto trades after a
-median six days) and sixteen of a currency pair's (it almost never fired). Traders size stops to
-volatility the same way (ATR-based stops); docs/trade-simulator.md gives the figures.
+means the same thing in every market: one fixed percentage is a few standard deviations of a
+stock's daily move, ordinary noise for a coin and out of reach for a currency pair. Traders size
+stops to volatility the same way (ATR-based stops); docs/trade-simulator.md gives the figures.
 """
 
 from __future__ import annotations

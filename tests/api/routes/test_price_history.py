@@ -17,7 +17,8 @@ from litestar.testing import TestClient
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from api.metering.middleware import POINTS_SCOPE_KEY
-from api.routes.technical_analysis import price_points, price_sql
+from api.queries.technical_analysis import price_sql
+from api.routes.technical_analysis import price_points
 from api.warehouse import DuckDBSnapshot
 from pipelines.catalog import read_manifest
 from tests.api.routes.conftest import (

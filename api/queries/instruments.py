@@ -1,0 +1,20 @@
+"""Queries of the instruments route group: the instrument index and a symbol's scorecard."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from api.queries import Row, first
+from api.warehouse import WarehouseSnapshot
+
+
+def instrument_list(snapshot: WarehouseSnapshot) -> pl.DataFrame:
+    """market, symbol, name, logo of every instrument (blocking: the reader's thread builds the
+    index from it before a version is served)."""
+    return snapshot.query("SELECT market, symbol, name, logo FROM instruments")
+
+
+async def scorecard(snapshot: WarehouseSnapshot, market: str, symbol: str) -> Row | None:
+    """The scorecard row of `symbol` (upper case) in `market`."""
+    sql = "SELECT * FROM scorecards WHERE market = ? AND upper(symbol) = ? LIMIT 1"
+    return await first(snapshot, sql, [market, symbol])

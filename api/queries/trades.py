@@ -1,0 +1,110 @@
+"""Queries of the trades route group: backtests, actions, recent signals, recommendations and
+trends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from api.queries import Row, first, rows
+from api.warehouse import WarehouseSnapshot
+
+WINDOW = (
+    "years = (SELECT max(years) FROM {table} "
+    "WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND years <= ?)"
+)
+"""A `years` beyond the symbol's history is served with its largest stored window (the full
+history). Its parameters: market, symbol, strategy, years."""
+FULL_HISTORY = (
+    "JOIN (SELECT market, symbol, strategy, max(years) AS years FROM backtest_trades "
+    "GROUP BY ALL) USING (market, symbol, strategy, years)"
+)
+"""Each symbol and strategy's longest window: the trades of its whole history."""
+
+
+async def backtest_trades(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, years: int, limit: int
+) -> list[Row]:
+    """`symbol`'s trades of `strategy` in its `years` window, the newest `limit` first."""
+    sql = (
+        "SELECT * FROM backtest_trades WHERE market = ? AND upper(symbol) = ? AND strategy = ? "
+        f"AND {WINDOW.format(table='backtest_trades')} ORDER BY start_date DESC LIMIT ?"
+    )
+    return await rows(snapshot, sql, [market, symbol, strategy] * 2 + [years, limit])
+
+
+async def backtest_summary(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, years: int
+) -> Row | None:
+    """The summary of `symbol`'s backtest of `strategy` over its `years` window."""
+    sql = (
+        "SELECT * FROM backtest_summaries WHERE market = ? AND upper(symbol) = ? "
+        f"AND strategy = ? AND {WINDOW.format(table='backtest_summaries')}"
+    )
+    return await first(snapshot, sql, [market, symbol, strategy] * 2 + [years])
+
+
+async def current_action(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str
+) -> Row | None:
+    """What `strategy` does with `symbol` at its latest bar."""
+    sql = "SELECT * FROM current_actions WHERE market = ? AND upper(symbol) = ? AND strategy = ?"
+    return await first(snapshot, sql, [market, symbol, strategy])
+
+
+async def recent_trades(
+    snapshot: WarehouseSnapshot,
+    market: str,
+    side: Literal["buys", "sells"],
+    strategies: Sequence[str],
+    limit: int,
+    skip: int,
+) -> list[Row]:
+    """The market's latest entries (`buys`) or exits (`sells`) of `strategies` over each symbol's
+    whole history, newest first, then by symbol and strategy: `limit` of them after `skip`."""
+    day = "start_date" if side == "buys" else "sell_date"
+    sql = (
+        f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND {day} IS NOT NULL "
+        f"AND list_contains(?, strategy) ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
+    )
+    return await rows(snapshot, sql, [market, list(strategies), limit, skip])
+
+
+async def recommendations(
+    snapshot: WarehouseSnapshot, market: str, strategy: str, min_score: float, limit: int
+) -> list[Row]:
+    """strategy, symbol, score of the symbols `strategy` is long on, scored at least `min_score`,
+    the best `limit` first (then by symbol)."""
+    sql = (
+        "SELECT strategy, symbol, score FROM recommendations WHERE market = ? AND strategy = ? "
+        "AND score >= ? ORDER BY score DESC, symbol LIMIT ?"
+    )
+    return await rows(snapshot, sql, [market, strategy, min_score, limit])
+
+
+async def trend_history(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, limit: int
+) -> list[Row]:
+    """timestamp, date, price, strength, trend of `symbol`'s newest `limit` days, newest first."""
+    sql = (
+        "SELECT timestamp, date, price, strength, trend FROM trend_history "
+        "WHERE market = ? AND upper(symbol) = ? ORDER BY date DESC LIMIT ?"
+    )
+    return await rows(snapshot, sql, [market, symbol, limit])
+
+
+async def running_trend(snapshot: WarehouseSnapshot, market: str, symbol: str) -> Row | None:
+    """The trend segment `symbol` is in now."""
+    sql = "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? AND is_running"
+    return await first(snapshot, sql, [market, symbol])
+
+
+async def trend_segments(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, limit: int
+) -> list[Row]:
+    """`symbol`'s newest `limit` trend segments, newest first."""
+    sql = (
+        "SELECT * FROM trend_segments WHERE market = ? AND upper(symbol) = ? "
+        "ORDER BY segment DESC LIMIT ?"
+    )
+    return await rows(snapshot, sql, [market, symbol, limit])
