@@ -6,7 +6,7 @@ import duckdb
 
 from pipelines.catalog import TABLES, LocalStorage, S3Location
 from pipelines.catalog.sql import view_sql
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse.views import apply_object_views
 
 

@@ -31,9 +31,9 @@ from pipelines.catalog.state import (
     STATE_TABLES,
     TREND_STATE,
 )
-from pipelines.incremental.tables import scan
 from pipelines.warehouse.commits import retired_paths
 from pipelines.warehouse.store import Warehouse
+from pipelines.warehouse.tables import scan
 
 CARRIED = (PRICE_STATE, INDICATOR_STATE, TREND_STATE, SIGNAL_STATE, BACKTEST_STATE)
 """The per-symbol states a daily run's domains carry from one day to the next."""

@@ -13,7 +13,7 @@ import click
 from api.heap import collection_paused
 from mi.commands import COMMANDS
 from mi.errors import Failure, Refusal
-from pipelines.config_files import ConfigurationError
+from pipelines.platform.config_files import ConfigurationError
 
 
 class LazyGroup(click.Group):

@@ -6,15 +6,16 @@ from collections.abc import Callable, Sequence
 
 import dagster as dg
 
-from pipelines import schedules
-from pipelines.daily import is_daily
 from pipelines.embedded_market.definitions import build_defs as embedded_market_defs
 from pipelines.indicators.definitions import build_defs as indicators_defs
+from pipelines.instruments.definitions import build_defs as instruments_defs
+from pipelines.jobs import schedules
 from pipelines.news.definitions import build_defs as news_defs
 from pipelines.newsroom.definitions import build_defs as newsroom_defs
+from pipelines.platform.daily import is_daily
+from pipelines.platform.runs import RunOptions
+from pipelines.platform.settings import PipelineSettings, load_settings
 from pipelines.prices.definitions import build_defs as prices_defs
-from pipelines.runs import RunOptions
-from pipelines.settings import PipelineSettings, load_settings
 from pipelines.simulator.definitions import build_defs as simulator_defs
 from pipelines.trends.definitions import build_defs as trends_defs
 from pipelines.warehouse.definitions import build_defs as warehouse_defs
@@ -24,6 +25,7 @@ from pipelines.webhooks.definitions import build_defs as webhooks_defs
 DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     embedded_market_defs,
     prices_defs,
+    instruments_defs,
     news_defs,
     newsroom_defs,
     indicators_defs,

@@ -9,7 +9,9 @@
 - no production module imports a private module of a dependency (`dagster._core`: any module of
   an installed package with a part that starts with an underscore): those change without notice
   between releases. The standard library is outside this wall (`re._parser` serves the news
-  grammar's literal gate, `pipelines/newsroom/caseless.py`).
+  grammar's literal gate, `pipelines/newsroom/caseless.py`);
+- the pipeline's folders are layers (`PIPELINE_LAYERS`, docs/architecture.md): a folder imports
+  only the folders below it, and its root holds nothing but `definitions.py`, which assembles them.
 """
 
 from __future__ import annotations
@@ -125,6 +127,73 @@ def test_the_private_import_wall_tells_dependencies_internals(module: str, priva
     """The wall is not vacuous: Dagster's internals are refused, public modules and the standard
     library pass."""
     assert is_private_dependency(module) is private
+
+
+PIPELINE_LAYERS = (
+    "catalog",
+    "platform",
+    "warehouse",
+    "incremental",
+    "embedded_market",
+    "prices",
+    "instruments",
+    "news",
+    "indicators",
+    "trends",
+    "simulator",
+    "newsroom",
+    "webhooks",
+    "jobs",
+)
+"""The pipeline's folders from the bottom up: the catalog and the platform know no domain, the
+warehouse and the incremental runner no domain's tables, a domain only those below it, and the jobs
+every domain's assets."""
+
+
+def folder_of(module: str) -> str | None:
+    """The folder of `pipelines` a module lives in (None outside the pipeline or at its root)."""
+    names = module.split(".")
+    inside = names[0] == "pipelines" and len(names) > 1
+    return names[1] if inside and (ROOT / "pipelines" / names[1]).is_dir() else None
+
+
+def folder_imports() -> dict[tuple[str, str], list[str]]:
+    """(importing folder, imported folder) -> the files, for every import between two folders."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for path in modules_of("pipelines"):
+        source = folder_of(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for module in imported_modules(path):
+            target = folder_of(module)
+            if source and target and source != target:
+                found.setdefault((source, target), []).append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_pipeline_folder_is_a_layer() -> None:
+    folders = {p.name for p in (ROOT / "pipelines").iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(PIPELINE_LAYERS)
+
+
+def test_the_pipeline_root_holds_only_the_assembly() -> None:
+    assert {p.name for p in (ROOT / "pipelines").glob("*.py")} == {"__init__.py", "definitions.py"}
+
+
+def test_no_pipeline_folder_imports_one_above_it() -> None:
+    rank = {folder: i for i, folder in enumerate(PIPELINE_LAYERS)}
+    climbs = [
+        f"{source} -> {target} ({', '.join(sorted(set(files)))})"
+        for (source, target), files in sorted(folder_imports().items())
+        if rank[target] > rank[source]
+    ]
+    assert climbs == []
+
+
+def test_the_layer_wall_sees_imports_between_folders() -> None:
+    """The layers are read from real imports (a wall that reads nothing holds vacuously)."""
+    edges = folder_imports()
+    assert ("trends", "indicators") in edges  # from pipelines.indicators.frames import ...
+    assert ("simulator", "indicators") in edges  # from pipelines.indicators import recursive
+    assert ("warehouse", "catalog") in edges
 
 
 def test_the_walls_see_imports() -> None:

@@ -53,7 +53,7 @@ from api.metering.config import MeteringConfig, cost_text
 from api.metering.model import key_id_of
 from mi.commands.keys import metering_config
 from mi.commands.mcp_results import RESULT_URI, ResultStore, output_schema, tool_result
-from pipelines.outbound import is_loopback
+from pipelines.platform.outbound import is_loopback
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import click
 from api.heap import collection_paused, frozen_heap
 from mi.commands.space import NEARLY_FULL_BYTES, free_bytes, out_of_space, space_line
 from pipelines.catalog import MARKETS
-from pipelines.settings import PipelineSettings, load_settings
+from pipelines.platform.settings import PipelineSettings, load_settings
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -313,7 +313,7 @@ def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> Selection | No
     everything."""
     import dagster as dg
 
-    from pipelines.schedules import DAILY_PUBLISH, NEWS_PUBLISH, freshness_checks
+    from pipelines.jobs.schedules import DAILY_PUBLISH, NEWS_PUBLISH, freshness_checks
 
     if not names:
         return None
@@ -456,7 +456,7 @@ def plan_runs(
     refresh tags articles with the instruments, then the daily update again: nothing is new for
     it but the analyses, now written with the news.
     """
-    from pipelines.schedules import DAILY_JOB, NEWS_JOB
+    from pipelines.jobs.schedules import DAILY_JOB, NEWS_JOB
 
     own = travelling or {}  # the command's settings every step reads (`RunOptions.settings`)
 
@@ -577,7 +577,7 @@ def materialize(
 def _refuse_outside_runs(day: date, source: str) -> None:
     """A day the daily job has no partition for (before its first, or after today UTC) is bad
     input, named with where it came from."""
-    from pipelines.daily import DAILY_START
+    from pipelines.platform.daily import DAILY_START
 
     first, today = date.fromisoformat(DAILY_START), datetime.now(UTC).date()
     if day < first:
@@ -624,7 +624,9 @@ def _run_all(
             kept.enter_context(frozen_heap(collect=False))
         click.echo(f"materializing {', '.join(chosen)} into {settings.data_dir} (day {target})")
         first = _first_load(settings, chosen)
-        from pipelines.runs import RunOptions  # Dagster's modules: imported once it is needed
+        from pipelines.platform.runs import (
+            RunOptions,  # Dagster's modules: imported once it is needed
+        )
 
         travelling = RunOptions.travelling(settings)
         for run in plan_runs(
@@ -651,7 +653,7 @@ def _first_load(settings: PipelineSettings, markets: list[str]) -> bool:
 
 def _job_names(definitions: dg.Definitions) -> list[str]:
     """The jobs with something to materialize besides their publish step, news first."""
-    from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH
+    from pipelines.jobs.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH
 
     available = {job.name for job in definitions.get_repository_def().get_all_jobs()}
     names = [name for name in (NEWS_JOB, DAILY_JOB) if name in available]

@@ -9,7 +9,7 @@ import click
 
 from api.settings import load_settings
 from mi.commands.keys import metering_config
-from pipelines.outbound import is_loopback
+from pipelines.platform.outbound import is_loopback
 
 APP_FACTORY = "api.app:asgi_app"
 """Called in every worker process, so each builds its settings from its own environment."""

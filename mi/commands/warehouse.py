@@ -9,7 +9,7 @@ import polars as pl
 from mi.errors import Failure
 from pipelines.catalog import TABLES, S3Location
 from pipelines.catalog.sql import duckdb_type
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse import views
 from pipelines.warehouse.store import Warehouse
 

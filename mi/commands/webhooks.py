@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import click
 
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.webhooks.config import WebhookConfigError, WebhooksConfig
 from pipelines.webhooks.delivery import Worker
 from pipelines.webhooks.events import make_test_event

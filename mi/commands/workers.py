@@ -7,8 +7,8 @@ import socket
 
 import click
 
-from pipelines.executors import CELERY_QUEUE, celery_app
-from pipelines.settings import load_settings
+from pipelines.platform.executors import CELERY_QUEUE, celery_app
+from pipelines.platform.settings import load_settings
 
 
 @click.command()
@@ -49,7 +49,7 @@ def workers(concurrency: int, name: str | None, loglevel: str) -> None:
             "worker",
             # Threads, not Celery's prefork pool: a step in a pool process (daemonic) may not start
             # processes, so the news steps' parsing and scoring would run on one core; in a thread
-            # of the worker they spread over the host's cores as in process (pipelines/parallel.py).
+            # of the worker they spread over the host's cores as in process (pipelines/platform/parallel.py).
             "--pool=threads",
             f"--concurrency={concurrency}",
             f"--loglevel={loglevel}",

@@ -7,11 +7,11 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.daily import in_daily_job
 from pipelines.embedded_market.market import write_embedded_news, write_embedded_prices
 from pipelines.embedded_market.universe import split_instruments
-from pipelines.runs import RunOptions, run_days
-from pipelines.settings import PipelineSettings
+from pipelines.platform.daily import in_daily_job
+from pipelines.platform.runs import RunOptions, run_days
+from pipelines.platform.settings import PipelineSettings
 
 
 def instruments_for(settings: PipelineSettings, market: str) -> int | None:

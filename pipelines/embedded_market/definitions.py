@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.embedded_market.assets import build_embedded_news_asset, build_embedded_prices_asset
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:

@@ -18,8 +18,6 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import Table
-from pipelines.check_rows import markdown
-from pipelines.daily import in_daily_job
 from pipelines.incremental.runner import (
     Domain,
     DomainRun,
@@ -28,10 +26,12 @@ from pipelines.incremental.runner import (
     run_shard,
     stage_market,
 )
-from pipelines.incremental.shards import Shard
-from pipelines.runs import RunOptions, step_name
+from pipelines.platform.check_rows import markdown
+from pipelines.platform.daily import in_daily_job
+from pipelines.platform.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.shards import Shard
 from pipelines.warehouse.staging import RunTransaction
 
 

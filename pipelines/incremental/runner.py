@@ -12,11 +12,11 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, PartitionFile, Table
 from pipelines.catalog.state import PRICE_STATE
-from pipelines.check_rows import SHOWN_ROWS
 from pipelines.incremental.modes import MODES, STATE_COLUMNS, UNCHANGED, symbol_modes
-from pipelines.incremental.shards import Shard
-from pipelines.incremental.tables import by_shard, read_symbols, scan
+from pipelines.platform.check_rows import SHOWN_ROWS
+from pipelines.warehouse.shards import Shard
 from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import by_shard, read_symbols, scan
 
 Files = dict[str, PartitionFile]
 

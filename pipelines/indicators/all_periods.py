@@ -11,7 +11,6 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from pipelines.compiled import kernel_input
 from pipelines.indicators import recursive
 from pipelines.indicators.fibonacci import FIBONACCI_RATIOS
 from pipelines.indicators.panel import (
@@ -21,6 +20,7 @@ from pipelines.indicators.panel import (
     STOCH_SMOOTHING,
     Panels,
 )
+from pipelines.platform.compiled import kernel_input
 
 Grid = NDArray[np.float64]
 """(symbols, periods) float64: column i is period PERIOD_MIN + i; NaN = no value."""

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from pipelines.indicators.assets import build_indicator_snapshots
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:

@@ -14,8 +14,8 @@ from numba import types
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
-from pipelines.compiled import kernel_input
 from pipelines.indicators.panel import MACD_PERIODS, PERIOD_MAX, PERIOD_MIN
+from pipelines.platform.compiled import kernel_input
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]

@@ -9,10 +9,10 @@ from pipelines.catalog import INDICATOR_SNAPSHOTS, PartitionFile
 from pipelines.catalog.state import INDICATOR_STATE
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Domain, ShardResult, ShardWork
-from pipelines.incremental.tables import order, rewrite_snapshot
 from pipelines.indicators import all_periods, checks, fibonacci, panel, recursive
 from pipelines.indicators.all_periods import Bars
 from pipelines.indicators.panel import PERIOD_MAX
+from pipelines.warehouse.tables import order, rewrite_snapshot
 
 CONTEXT_BARS = PERIOD_MAX + 5
 """Trailing bars the windowed members read (stochastic's slow %D reaches 5 bars back)."""

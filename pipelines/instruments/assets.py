@@ -6,15 +6,15 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
-from pipelines.daily import in_daily_job
-from pipelines.incremental.tables import stage_market_file
 from pipelines.instruments.validate import validate_instruments
+from pipelines.platform.daily import in_daily_job
+from pipelines.platform.runs import RunOptions, step_name
 from pipelines.prices import checks
 from pipelines.prices.assets import EMBEDDED_PRICES, check_result, rejects_result
 from pipelines.prices.sources.config import SourceRegistry
-from pipelines.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
+from pipelines.warehouse.tables import stage_market_file
 
 
 def build_instruments(embedded: bool) -> dg.AssetsDefinition:

@@ -10,15 +10,15 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
-from pipelines.incremental.tables import scan
 from pipelines.news import checks
 from pipelines.news.config import NewsPolicy
 from pipelines.news.sources import NewsSource
 from pipelines.news.update import MarketNews, update_news
-from pipelines.runs import RunOptions, step_name
+from pipelines.platform.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import scan
 
 RAW_NEWS_KEY = dg.AssetKey(RAW_NEWS.name)
 NEWS_REJECTS_KEY = dg.AssetKey(NEWS_REJECTS.name)

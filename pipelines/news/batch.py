@@ -12,7 +12,7 @@ import polars as pl
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
 from pipelines.news.model import FeedDocument, NewsItem, Reject
 from pipelines.news.parse import ParsePolicy, parse_documents
-from pipelines.parallel import map_chunks
+from pipelines.platform.parallel import map_chunks
 
 PARSE_CHUNK = 25
 """Fewest feed documents a parsing worker is given (a first load reads hundreds of them)."""

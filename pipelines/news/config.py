@@ -10,7 +10,6 @@ from pathlib import Path
 import msgspec
 
 from pipelines.catalog import MARKETS
-from pipelines.config_files import decode, read_toml
 from pipelines.news.parse import ParsePolicy
 from pipelines.news.sources import (
     FeedListNewsSource,
@@ -19,7 +18,8 @@ from pipelines.news.sources import (
     NewsSource,
     is_url,
 )
-from pipelines.settings import PipelineSettings
+from pipelines.platform.config_files import decode, read_toml
+from pipelines.platform.settings import PipelineSettings
 
 
 def utc_now() -> datetime:

@@ -6,7 +6,7 @@ import dagster as dg
 
 from pipelines.news.assets import build_raw_news_assets
 from pipelines.news.config import load_news_config
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from pipelines.news.model import FeedDocument
-from pipelines.outbound import (
+from pipelines.platform.outbound import (
     OutboundPolicy,
     OutboundRefused,
     Resolver,
@@ -19,14 +19,14 @@ from pipelines.outbound import (
     UnresolvedHost,
     fetch_sync,
 )
-from pipelines.prices.sources.listing import FileBounds, SourceFile, stat_files
-from pipelines.retries import (
+from pipelines.platform.retries import (
     RETRYABLE_STATUSES,
     RetryableError,
     RetryPolicy,
     retry_after_seconds,
     retrying,
 )
+from pipelines.prices.sources.listing import FileBounds, SourceFile, stat_files
 
 USER_AGENT = "market-intelligence-news/0.1 (+feed reader)"
 
@@ -101,7 +101,7 @@ class FileDropNewsSource(NewsSource):
 
 @dataclass(frozen=True)
 class HttpFeedFetcher:
-    """GETs a feed URL through the outbound policy (`pipelines.outbound`: public addresses only
+    """GETs a feed URL through the outbound policy (`pipelines.platform.outbound`: public addresses only
     unless `allowed_hosts` names the host, each redirect checked as the first URL, the body read
     up to `max_bytes`, each attempt within `timeout_seconds`), a bounded number of attempts;
     failures become documents."""

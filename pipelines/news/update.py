@@ -10,19 +10,19 @@ import polars as pl
 
 from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
 from pipelines.catalog.state import NEWS_FILES
-from pipelines.incremental.tables import (
-    append_segments,
-    counted_rows,
-    scan,
-    stage_market_file,
-    stored_rows,
-)
 from pipelines.news.batch import RawNewsBatch, build_batch
 from pipelines.news.model import FeedDocument
 from pipelines.news.parse import ParsePolicy
 from pipelines.news.sources import NewsSource
 from pipelines.prices.update import ListedFile, changed_files, stage_files_read
 from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import (
+    append_segments,
+    counted_rows,
+    scan,
+    stage_market_file,
+    stored_rows,
+)
 
 KNOWN_BY = ("article_id", "guid", "link")
 """What a stored article is recognised by (`batch.known_keys`)."""

@@ -25,18 +25,18 @@ from pipelines.catalog.newsroom import (
     SENTIMENT_TOPICS,
 )
 from pipelines.catalog.state import BRIEFS_STATE
-from pipelines.check_rows import markdown
-from pipelines.daily import in_daily_job
-from pipelines.incremental.tables import counted_rows, scan, stage_market_file, stored_rows
 from pipelines.newsroom import analyses, checks
 from pipelines.newsroom.enrichment import Enricher
 from pipelines.newsroom.update import MarketBriefs, new_briefs, update_briefs, update_sentiment
 from pipelines.newsroom.writing.facts import MONTH_DAYS, RSI_PERIOD, SMA_PERIODS, WEEK_DAYS
 from pipelines.newsroom.writing.writer import Writer
-from pipelines.runs import RunOptions, step_name
+from pipelines.platform.check_rows import markdown
+from pipelines.platform.daily import in_daily_job
+from pipelines.platform.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import counted_rows, scan, stage_market_file, stored_rows
 
 BRIEFS_KEY = dg.AssetKey(BRIEFS.name)
 SENTIMENT_DAILY_KEY = dg.AssetKey(SENTIMENT_DAILY.name)

@@ -14,7 +14,7 @@ from pipelines.newsroom.assets import (
 )
 from pipelines.newsroom.config import build_enricher, load_llm_settings
 from pipelines.newsroom.writing.writer import build_writer
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 
 def build_defs(settings: PipelineSettings, env: Mapping[str, str] | None = None) -> dg.Definitions:

@@ -15,7 +15,7 @@ from pipelines.newsroom import lexicon
 from pipelines.newsroom.finance_grammar import read_finance
 from pipelines.newsroom.finance_scope import scoped_valences
 from pipelines.newsroom.terms import term_pattern
-from pipelines.parallel import map_chunks
+from pipelines.platform.parallel import map_chunks
 
 Tone = Literal["bullish", "bearish", "neutral"]
 Bias = Literal["fud", "fomo", "neutral"]

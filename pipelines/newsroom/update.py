@@ -12,17 +12,17 @@ import polars as pl
 from pipelines.catalog import BRIEFS, RAW_NEWS, SENTIMENT_DAILY, SENTIMENT_TOPICS, PartitionFile
 from pipelines.catalog.state import BRIEFS_STATE
 from pipelines.incremental.modes import code_version
-from pipelines.incremental.tables import (
+from pipelines.newsroom.briefs import build_briefs
+from pipelines.newsroom.enrichment import Enricher
+from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
+from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import (
     append_segments,
     counted_rows,
     scan,
     stage_market_file,
     stored_rows,
 )
-from pipelines.newsroom.briefs import build_briefs
-from pipelines.newsroom.enrichment import Enricher
-from pipelines.newsroom.sentiment import sentiment_daily, sentiment_topics
-from pipelines.warehouse.staging import RunTransaction
 
 HASHED = tuple(
     importlib.import_module(f"pipelines.newsroom.{name}")

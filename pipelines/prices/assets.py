@@ -10,16 +10,16 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_REJECTS
 from pipelines.catalog.state import PRICE_STATE
-from pipelines.check_rows import markdown
-from pipelines.daily import in_daily_job
-from pipelines.incremental.tables import stored_rows
+from pipelines.platform.check_rows import markdown
+from pipelines.platform.daily import in_daily_job
+from pipelines.platform.runs import RunDays, RunOptions, run_days, step_name
 from pipelines.prices import checks
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.prices.update import MarketPrices, Request, update_market
-from pipelines.runs import RunDays, RunOptions, run_days, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import stored_rows
 
 EMBEDDED_PRICES = dg.AssetKey("embedded_market_prices")
 """The embedded market's price files (another domain's asset), depended on by key in embedded mode."""

@@ -23,8 +23,12 @@ import polars as pl
 
 from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS, PartitionFile, Table
 from pipelines.catalog.state import PRICE_FILES, PRICE_STATE
-from pipelines.incremental.shards import Shard, shard_count, shard_index, shards_of
-from pipelines.incremental.tables import (
+from pipelines.prices.sources.base import PROVENANCE, PriceSource, RawBars, check_answers
+from pipelines.prices.sources.file_drop import BATCH_BYTES, KEY, BarLines
+from pipelines.prices.validate import BAR_SCHEMA, check_bars, rejects_frame, stored_bars
+from pipelines.warehouse.shards import Shard, shard_count, shard_index, shards_of
+from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.tables import (
     EVERYTHING,
     by_shard,
     rewrite_snapshot,
@@ -33,10 +37,6 @@ from pipelines.incremental.tables import (
     stored_rows,
     upsert_series,
 )
-from pipelines.prices.sources.base import PROVENANCE, PriceSource, RawBars, check_answers
-from pipelines.prices.sources.file_drop import BATCH_BYTES, KEY, BarLines
-from pipelines.prices.validate import BAR_SCHEMA, check_bars, rejects_frame, stored_bars
-from pipelines.warehouse.staging import RunTransaction
 
 VALUES = ("open", "high", "low", "close", "volume")
 """What a revision compares: a re-fetched bar with any of these different is a new history."""

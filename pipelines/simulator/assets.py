@@ -5,7 +5,7 @@ import dagster as dg
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, TREND_SEGMENTS
 from pipelines.catalog import trades as catalog
 from pipelines.incremental.assets import domain_asset
-from pipelines.runs import RunOptions
+from pipelines.platform.runs import RunOptions
 from pipelines.simulator.checks import CHECKS
 from pipelines.simulator.update import SimulatorConfig, simulator_domain
 from pipelines.warehouse.resource import WarehouseResource

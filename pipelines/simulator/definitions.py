@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 from pipelines.simulator.assets import build_positions_check, build_trade_simulator
 from pipelines.simulator.update import SimulatorConfig
 

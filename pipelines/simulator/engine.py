@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from pipelines.compiled import kernel_input
+from pipelines.platform.compiled import kernel_input
 
 Panel = NDArray[np.float64]
 Mask = NDArray[np.bool_]

@@ -20,8 +20,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from pipelines.compiled import kernel_input
 from pipelines.indicators import recursive
+from pipelines.platform.compiled import kernel_input
 
 PERIODS = np.array([10, 14, 20, 30, 50], dtype=np.int64)
 """The recursive indicators' periods the signals read (columns of the captured values)."""

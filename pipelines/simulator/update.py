@@ -19,18 +19,6 @@ from pipelines.catalog import trades as catalog
 from pipelines.catalog.state import BACKTEST_STATE, SIGNAL_STATE, STRATEGY_SIGNALS
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Domain, Files, ShardResult, ShardWork
-from pipelines.incremental.tables import (
-    EVERYTHING,
-    by_shard,
-    kept_or_written,
-    order,
-    read_symbols,
-    rewrite_snapshot,
-    scan,
-    snapshot,
-    sorted_by,
-    upsert_series,
-)
 from pipelines.indicators import recursive
 from pipelines.simulator import (
     backtests,
@@ -44,6 +32,18 @@ from pipelines.simulator import (
     trades,
 )
 from pipelines.simulator.engine import Costs
+from pipelines.warehouse.tables import (
+    EVERYTHING,
+    by_shard,
+    kept_or_written,
+    order,
+    read_symbols,
+    rewrite_snapshot,
+    scan,
+    snapshot,
+    sorted_by,
+    upsert_series,
+)
 
 TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE, BACKTEST_STATE)
 SIMULATED = (catalog.BACKTEST_TRADES, catalog.BACKTEST_SUMMARIES, catalog.CURRENT_ACTIONS)

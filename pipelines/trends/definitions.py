@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 from pipelines.trends.assets import build_trends
 
 

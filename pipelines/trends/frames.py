@@ -6,9 +6,9 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from pipelines.incremental.tables import sorted_by
 from pipelines.indicators.panel import Panels, to_panels
 from pipelines.trends import method
+from pipelines.warehouse.tables import sorted_by
 
 
 def _ints(p: Panels, panel: NDArray[np.integer]) -> NDArray[np.int64]:

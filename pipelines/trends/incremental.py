@@ -18,8 +18,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
-from pipelines.compiled import kernel_input
-from pipelines.incremental.tables import sorted_by
+from pipelines.platform.compiled import kernel_input
 from pipelines.trends import method
 from pipelines.trends.frames import (
     TREND_NAMES,
@@ -27,6 +26,7 @@ from pipelines.trends.frames import (
     trend_history_with_machines,
     trend_segments,
 )
+from pipelines.warehouse.tables import sorted_by
 
 REWRITABLE = method.CONFIRM_BARS - 1
 """Stored bars a new bar can relabel (a confirmation is backdated onto them)."""

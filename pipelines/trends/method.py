@@ -13,8 +13,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from pipelines.compiled import kernel_input
 from pipelines.indicators.kernels import Panel, rolling_sum
+from pipelines.platform.compiled import kernel_input
 
 SHORT_WINDOW = 20
 MID_WINDOW = 50

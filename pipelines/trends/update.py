@@ -12,8 +12,8 @@ from pipelines.catalog import TREND_HISTORY, TREND_SEGMENTS
 from pipelines.catalog.state import TREND_STATE
 from pipelines.incremental.modes import APPEND, FULL, REMOVED, code_version
 from pipelines.incremental.runner import Check, Domain, ShardResult, ShardWork
-from pipelines.incremental.tables import EVERYTHING, rewrite_snapshot, upsert_series
 from pipelines.trends import checks, frames, incremental, method
+from pipelines.warehouse.tables import EVERYTHING, rewrite_snapshot, upsert_series
 
 VERSION = code_version(method, frames, incremental)
 """The code the trend tables are computed with: a change recomputes every symbol once.

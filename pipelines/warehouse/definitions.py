@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 from pipelines.warehouse.resource import WarehouseResource
 
 

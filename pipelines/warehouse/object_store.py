@@ -17,7 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pipelines.catalog import MANIFEST_NAME, Manifest, PartitionFile, Table
 from pipelines.catalog.manifest import PARTITION_SEPARATOR, manifest_from_json, manifest_to_json
 from pipelines.catalog.storage import S3Location, read_partitions
-from pipelines.retries import RetryableError, RetryPolicy, retrying
+from pipelines.platform.retries import RetryableError, RetryPolicy, retrying
 from pipelines.warehouse.commits import (
     CommitConflictError,
     TableWrite,

@@ -14,7 +14,7 @@ import duckdb
 
 from pipelines.catalog import TABLES, Manifest, Table
 from pipelines.catalog.sql import quote_identifier, quote_literal, view_over, view_sql
-from pipelines.retries import RetryableError, RetryPolicy, call
+from pipelines.platform.retries import RetryableError, RetryPolicy, call
 
 if TYPE_CHECKING:
     from pipelines.catalog.storage import S3Location

@@ -12,8 +12,8 @@ from urllib.parse import SplitResult, urlsplit
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from pipelines.config_files import ConfigFileError, decode, read_toml
-from pipelines.outbound import (
+from pipelines.platform.config_files import ConfigFileError, decode, read_toml
+from pipelines.platform.outbound import (
     OutboundPolicy,
     OutboundRefused,
     Resolver,
@@ -21,7 +21,7 @@ from pipelines.outbound import (
     is_loopback,
     pin,
 )
-from pipelines.retries import RetryPolicy
+from pipelines.platform.retries import RetryPolicy
 from pipelines.webhooks.signing import SecretError, secret_key
 
 EVENT_TYPES: tuple[str, ...] = (
@@ -98,7 +98,7 @@ class DeliveryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @property
     def retry(self) -> RetryPolicy:
-        """The retry schedule as the project's one retry policy (`pipelines/retries.py`)."""
+        """The retry schedule as the project's one retry policy (`pipelines/platform/retries.py`)."""
         return RetryPolicy(
             attempts=self.max_attempts,
             wait_initial=self.backoff_base_seconds,

@@ -4,7 +4,7 @@ import time
 
 import dagster as dg
 
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 from pipelines.webhooks.delivery import Worker
 from pipelines.webhooks.service import WebhookSettings, derive_events, webhook_settings
 

@@ -1,6 +1,6 @@
 """The delivery worker: signed POSTs, retries on the project's retry policy, dead letters.
 
-Every attempt goes through the pipeline's outbound policy (`pipelines.outbound`, docs/webhooks.md):
+Every attempt goes through the pipeline's outbound policy (`pipelines.platform.outbound`, docs/webhooks.md):
 the receiver's host is resolved once and the connection pinned to the checked address, at most
 64 KiB of its answer is read, and the whole attempt holds the subscription's timeout as one
 deadline. Receivers are delivered to side by side, each one's deliveries in order, so one slow
@@ -17,7 +17,7 @@ from typing import Protocol
 
 import httpx
 
-from pipelines.outbound import (
+from pipelines.platform.outbound import (
     Fetched,
     OutboundPolicy,
     OutboundRefused,
@@ -26,7 +26,7 @@ from pipelines.outbound import (
     async_client,
     fetch,
 )
-from pipelines.retries import RETRYABLE_STATUSES, retry_after_seconds
+from pipelines.platform.retries import RETRYABLE_STATUSES, retry_after_seconds
 from pipelines.webhooks.config import (
     DeliveryPolicy,
     Subscription,

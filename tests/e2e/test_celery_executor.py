@@ -26,7 +26,7 @@ from benchmarks.services import await_worker, fresh_database, rabbitmqctl, virtu
 from mi.commands.pipeline import open_instance
 from pipelines.catalog import TABLES as CATALOG
 from pipelines.catalog import S3Location, WarehouseStorage, open_storage, read_partitions
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from tests.netns import Host, hosts, relays
 from tests.s3 import moto_endpoint, new_bucket
 from tests.warehouses import assert_same_warehouse

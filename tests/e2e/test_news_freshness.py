@@ -25,7 +25,7 @@ from litestar.testing import TestClient
 from api.app import asgi_app
 from pipelines.catalog import BRIEFS
 from pipelines.definitions import build_definitions
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow

@@ -19,8 +19,8 @@ from benchmarks.services import fresh_database
 from mi.cli import main
 from mi.commands.pipeline import REPO_ROOT, open_instance
 from pipelines.catalog import read_manifest
-from pipelines.schedules import RUN_TAG
-from pipelines.settings import load_settings
+from pipelines.jobs.schedules import RUN_TAG
+from pipelines.platform.settings import load_settings
 
 TOY = "tests.mi.toy_definitions"
 

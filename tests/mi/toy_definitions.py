@@ -14,10 +14,10 @@ import dagster as dg
 import polars as pl
 
 from pipelines.catalog import INSTRUMENT_REJECTS, INSTRUMENTS
-from pipelines.daily import in_daily_job
 from pipelines.definitions import build_definitions
-from pipelines.runs import RunOptions, step_name
-from pipelines.settings import PipelineSettings, load_settings
+from pipelines.platform.daily import in_daily_job
+from pipelines.platform.runs import RunOptions, step_name
+from pipelines.platform.settings import PipelineSettings, load_settings
 from pipelines.warehouse.resource import WarehouseResource
 
 

@@ -4,7 +4,7 @@ specializations of each numba kernel it holds: after the common shape, then afte
 `python -m tests.pipelines.kernel_shapes DIR` prints one JSON object,
 `{"common": {kernel: [signature, ...]}, "all": {...}}`. A fresh process, because numba keeps
 what a process compiled or loaded: in a test worker that already ran other shapes, a new
-specialization would go unseen. Used by `tests/pipelines/test_compiled.py`.
+specialization would go unseen. Used by `tests/pipelines/platform/test_compiled.py`.
 """
 
 from __future__ import annotations

@@ -15,10 +15,11 @@ import polars as pl
 
 from pipelines.catalog import WEEKDAY_MARKETS
 from pipelines.incremental.runner import Domain, DomainRun, run_market
+from pipelines.jobs.publish import build_publish
+from pipelines.jobs.schedules import DAILY_PUBLISH, NEWS_PUBLISH
+from pipelines.platform.runs import RunOptions
 from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
 from pipelines.prices.update import Request, update_market
-from pipelines.runs import RunOptions, build_publish
-from pipelines.schedules import DAILY_PUBLISH, NEWS_PUBLISH
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse

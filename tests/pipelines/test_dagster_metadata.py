@@ -15,7 +15,7 @@ import pytest
 from mi.commands.pipeline import open_instance
 from pipelines.catalog import DAILY_PRICES, TABLES, TREND_HISTORY
 from pipelines.definitions import build_definitions
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse.metadata import KINDS, OWNER, ROWS_WRITTEN
 from pipelines.warehouse.store import Warehouse
 from tests.api.metering.conftest import MI

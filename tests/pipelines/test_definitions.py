@@ -13,9 +13,9 @@ import pytest
 
 from pipelines import definitions
 from pipelines.catalog import TABLES
-from pipelines.daily import DAILY_TAGS
-from pipelines.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH, RUN_TAG
-from pipelines.settings import load_settings
+from pipelines.jobs.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH, RUN_TAG
+from pipelines.platform.daily import DAILY_TAGS
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse.resource import WarehouseResource
 
 EXPECTED_ASSETS = {

@@ -12,7 +12,7 @@ import sqlalchemy as db
 import yaml
 
 from mi.commands.pipeline import REPO_ROOT, open_instance
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 
 
 @dg.asset

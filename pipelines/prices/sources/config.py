@@ -12,14 +12,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pipelines.catalog import MARKETS
-from pipelines.config_files import ConfigFileError, decode, read_toml
+from pipelines.platform.config_files import ConfigFileError, decode, read_toml
+from pipelines.platform.settings import PipelineSettings
 from pipelines.prices.sources.base import PriceSource
 from pipelines.prices.sources.binance import BinanceSource
 from pipelines.prices.sources.ecb import EcbSource
 from pipelines.prices.sources.file_drop import FileDropSource
 from pipelines.prices.sources.http import HttpFetcher, HttpPolicy, ListedInstrument
 from pipelines.prices.sources.stooq import StooqSource
-from pipelines.settings import PipelineSettings
 
 DEFAULT_FRESHNESS_DAYS = {"crypto": 2, "forex": 4, "commodities": 4, "stocks": 4}
 """Newest bar may be this many days older than the reference day (weekends and a holiday)."""

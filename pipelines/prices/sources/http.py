@@ -10,7 +10,7 @@ import httpx
 import msgspec
 import polars as pl
 
-from pipelines.outbound import (
+from pipelines.platform.outbound import (
     OutboundPolicy,
     OutboundRefused,
     Resolver,
@@ -18,25 +18,25 @@ from pipelines.outbound import (
     UnresolvedHost,
     fetch_sync,
 )
-from pipelines.prices.sources.base import (
-    RAW_INSTRUMENTS_SCHEMA,
-    PriceSource,
-    RawInstruments,
-    SourceError,
-)
-from pipelines.retries import (
+from pipelines.platform.retries import (
     RETRYABLE_STATUSES,
     RetryableError,
     RetryPolicy,
     retry_after_seconds,
     retrying,
 )
+from pipelines.prices.sources.base import (
+    RAW_INSTRUMENTS_SCHEMA,
+    PriceSource,
+    RawInstruments,
+    SourceError,
+)
 
 
 class HttpPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How hard to try and what may be reached: each attempt's deadline, retries after the first
     attempt and their waits, the largest answer read, and hosts allowed although they resolve
-    inside a network (the sources file's `[http]` keys; `pipelines.outbound`)."""
+    inside a network (the sources file's `[http]` keys; `pipelines.platform.outbound`)."""
 
     timeout_seconds: float = 30.0
     max_retries: int = 4
@@ -56,7 +56,7 @@ class HttpPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @property
     def retry(self) -> RetryPolicy:
-        """The keys as the project's one retry policy (`pipelines/retries.py`)."""
+        """The keys as the project's one retry policy (`pipelines/platform/retries.py`)."""
         return RetryPolicy(
             attempts=self.max_retries + 1,
             wait_initial=self.backoff_seconds,
@@ -67,7 +67,7 @@ class HttpPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @dataclass
 class HttpFetcher:
-    """GET through the outbound policy (`pipelines.outbound`: public addresses unless allowed,
+    """GET through the outbound policy (`pipelines.platform.outbound`: public addresses unless allowed,
     each redirect checked as the first URL, the answer read up to `max_answer_mb`, each attempt
     within `timeout_seconds`), with retries on the retryable statuses and transport errors; any
     other failure, or the last one, raises `SourceError`."""

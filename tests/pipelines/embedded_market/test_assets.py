@@ -9,7 +9,7 @@ import dagster as dg
 
 from pipelines.embedded_market.assets import instruments_for, price_day
 from pipelines.embedded_market.definitions import build_defs
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 
 def _settings(

@@ -16,10 +16,10 @@ from pipelines.incremental.runner import (
     run_shard,
     stage_market,
 )
-from pipelines.incremental.shards import Shard
 from pipelines.prices.update import Request, update_market
 from pipelines.trends.assets import build_trends
 from pipelines.trends.update import TRENDS
+from pipelines.warehouse.shards import Shard
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.synthetic import FIRST_DAY, Vendor, materialize_daily, walks

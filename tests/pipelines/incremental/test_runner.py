@@ -10,7 +10,7 @@ import pytest
 from pipelines.catalog import PartitionFile
 from pipelines.incremental.assets import mapping_key, shard_of
 from pipelines.incremental.runner import DomainRun, ShardOutcome
-from pipelines.incremental.shards import Shard
+from pipelines.warehouse.shards import Shard
 
 
 def outcome(shard: Shard, kept: bool = False, found: int = 0) -> ShardOutcome:

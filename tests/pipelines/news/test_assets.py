@@ -18,8 +18,8 @@ from pipelines.news.assets import (
 from pipelines.news.config import NewsPolicy
 from pipelines.news.definitions import build_defs
 from pipelines.news.sources import FileDropNewsSource
-from pipelines.runs import RunOptions
-from pipelines.settings import PipelineSettings
+from pipelines.platform.runs import RunOptions
+from pipelines.platform.settings import PipelineSettings
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.synthetic import materialize_news

@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.news.config import load_news_config, parse_news_section
 from pipelines.news.sources import FeedListNewsSource, FileDropNewsSource
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 
 def settings(data_dir: Path, sources: Path | None = None) -> PipelineSettings:

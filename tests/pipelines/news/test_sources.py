@@ -206,7 +206,7 @@ def test_url_feed_retries_wait_with_exponential_backoff(server: FeedServer) -> N
     fetcher = HttpFeedFetcher(attempts=4, backoff_seconds=0.5, allowed_hosts=LOCAL)
     fetcher.fetch(server.url("/down.xml"))
     assert server.routes["/down.xml"].hits == 4
-    # The waits (before jitter) of the project's retry policy (tests/pipelines/test_retries.py).
+    # The waits (before jitter) of the project's retry policy (tests/pipelines/platform/test_retries.py).
     assert [fetcher.retry.backoff(retry, 0.0) for retry in (1, 2, 3)] == [0.5, 1.0, 2.0]
 
 

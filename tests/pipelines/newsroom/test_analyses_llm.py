@@ -13,7 +13,7 @@ from pipelines.newsroom.config import LlmSettings
 from pipelines.newsroom.definitions import build_defs
 from pipelines.newsroom.writing.llm import MAX_CHARS, SYSTEM_PROMPT, LlmWriter
 from pipelines.newsroom.writing.writer import TemplateWriter, Written
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 from . import loopback
 from .loopback import Reply, serve

@@ -14,7 +14,7 @@ from pipelines.newsroom.assets import build_briefs_asset, build_sentiment_assets
 from pipelines.newsroom.definitions import build_defs
 from pipelines.newsroom.enrichment import LexiconEnricher
 from pipelines.newsroom.llm import LlmEnricher
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.synthetic import materialize_news

@@ -13,11 +13,12 @@ from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 from pipelines.catalog import DAILY_PRICES, INSTRUMENT_REJECTS, INSTRUMENTS, PRICE_REJECTS
 from pipelines.instruments.assets import build_instruments
+from pipelines.instruments.definitions import build_defs as instruments_defs
+from pipelines.platform.runs import RunOptions
+from pipelines.platform.settings import PipelineSettings
 from pipelines.prices.assets import build_daily_prices, price_check_results
 from pipelines.prices.definitions import build_defs
 from pipelines.prices.sources.config import load_sources
-from pipelines.runs import RunOptions
-from pipelines.settings import PipelineSettings
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.synthetic import materialize_daily
@@ -228,10 +229,15 @@ def test_freshness_fails_for_listed_symbols_missing_from_the_stored_spans() -> N
     assert "| B " in str(fresh.metadata["stale_symbols"].value)
 
 
+def raw_defs(settings: PipelineSettings) -> dg.Definitions:
+    """The raw layer: the prices and instruments domains together, as the pipeline has them."""
+    return dg.Definitions.merge(build_defs(settings), instruments_defs(settings))
+
+
 def test_embedded_mode_depends_on_the_embedded_market_prices(
     clean_stocks: PipelineSettings,
 ) -> None:
-    graph = graph_of(build_defs(clean_stocks), clean_stocks)
+    graph = graph_of(raw_defs(clean_stocks), clean_stocks)
     for key in ("instruments", "daily_prices"):
         parents = graph.get(dg.AssetKey(key)).parent_keys
         assert dg.AssetKey("embedded_market_prices") in parents
@@ -240,7 +246,7 @@ def test_embedded_mode_depends_on_the_embedded_market_prices(
 def test_definitions_expose_the_raw_assets_checks_and_resource(
     clean_stocks: PipelineSettings,
 ) -> None:
-    defs = build_defs(clean_stocks)
+    defs = raw_defs(clean_stocks)
     graph = graph_of(defs, clean_stocks)
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"instruments", "instrument_rejects", "daily_prices", "price_rejects"} <= keys

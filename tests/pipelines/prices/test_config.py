@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from pipelines.catalog import MARKETS
+from pipelines.platform.settings import PipelineSettings
 from pipelines.prices.sources.binance import BinanceSource
 from pipelines.prices.sources.config import SourcesConfigError, load_sources
 from pipelines.prices.sources.ecb import EcbSource
 from pipelines.prices.sources.file_drop import FileDropSource
 from pipelines.prices.sources.stooq import StooqSource
-from pipelines.settings import PipelineSettings
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "config" / "sources.example.toml"
 FILE_DROPS = "\n".join(f'[markets.{m}]\nkind = "file_drop"\nroot = "drop"\n' for m in MARKETS)

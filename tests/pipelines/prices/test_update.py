@@ -12,13 +12,13 @@ import pytest
 
 from pipelines.catalog import DAILY_PRICES, PRICE_REJECTS
 from pipelines.catalog.state import PRICE_STATE
-from pipelines.incremental.tables import scan
 from pipelines.prices.sources.base import RAW_BARS_SCHEMA, PriceSource, RawBars, RawInstruments
 from pipelines.prices.sources.file_drop import FileDropSource
 from pipelines.prices.update import MarketPrices, Request, update_market
 from pipelines.prices.validate import validate_bars
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
+from pipelines.warehouse.tables import scan
 
 START = date(2025, 12, 1)
 

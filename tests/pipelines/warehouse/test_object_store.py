@@ -17,7 +17,8 @@ import pytest
 from pyarrow.fs import FileType
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
-from pipelines.runs import RunOptions, build_publish
+from pipelines.jobs.publish import build_publish
+from pipelines.platform.runs import RunOptions
 from pipelines.warehouse.commits import CommitConflictError
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
 from pipelines.warehouse.resource import WarehouseResource

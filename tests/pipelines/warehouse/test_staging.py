@@ -17,11 +17,11 @@ from pipelines.catalog import (
     read_manifest,
     read_partitions,
 )
-from pipelines.incremental.tables import stage_market_file
 from pipelines.warehouse import views
 from pipelines.warehouse.commits import CommitConflictError, TableWrite, changes_nothing
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import STAGING_TTL, Warehouse
+from pipelines.warehouse.tables import stage_market_file
 from tests.pipelines.warehouse.conftest import instruments_frame
 
 

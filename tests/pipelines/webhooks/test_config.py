@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.outbound import is_public
+from pipelines.platform.outbound import is_public
 from pipelines.webhooks.config import (
     DeliveryPolicy,
     UnresolvedHostError,

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from pipelines.catalog import BRIEFS
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse.store import Warehouse
 from pipelines.webhooks.definitions import DELIVERY_JOB, build_defs
 from pipelines.webhooks.service import WebhookSettings

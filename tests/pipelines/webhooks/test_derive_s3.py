@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipelines.catalog import BRIEFS, CURRENT_ACTIONS, DAILY_PRICES, LocalStorage, S3Location
-from pipelines.settings import load_settings
+from pipelines.platform.settings import load_settings
 from pipelines.warehouse.object_store import ObjectWarehouse
 from pipelines.webhooks.config import WebhooksConfig
 from pipelines.webhooks.outbox import Outbox

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from pipelines.catalog.storage import LocalStorage, S3Location, open_storage
-from pipelines.config_files import ConfigurationError
-from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
+from pipelines.platform.config_files import ConfigurationError
 
 T = TypeVar("T")
 DEFAULT_SEED = 20_260_101
+DEFAULT_SHARD_SYMBOLS = 1_000
+"""Most symbols a shard holds (`MI_SHARD_SYMBOLS`): a full history of 1,000 symbols fits any step
+in a few hundred MiB."""
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 """Dagster executors a run can use (`MI_EXECUTOR`), the first the default; k8s needs dagster-k8s,
 which the project does not lock (docs/deployment.md)."""

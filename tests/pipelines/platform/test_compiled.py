@@ -1,5 +1,5 @@
 """The numba kernels' inputs: one array type per argument, so a kernel compiles once whatever the
-data (pipelines/compiled.py)."""
+data (pipelines/platform/compiled.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import pipelines
-from pipelines.compiled import kernel_input
+from pipelines.platform.compiled import kernel_input
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_kernel_input_lends_a_read_only_view_of_a_contiguous_array_without_copying() -> None:

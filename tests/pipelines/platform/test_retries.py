@@ -11,9 +11,9 @@ import pytest
 import stamina
 from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
+from pipelines.platform.retries import RetryableError, RetryPolicy, call, retry_after_seconds
 from pipelines.prices.sources.base import SourceError
 from pipelines.prices.sources.http import HttpFetcher, HttpPolicy
-from pipelines.retries import RetryableError, RetryPolicy, call, retry_after_seconds
 from tests.pipelines.prices.loopback import Reply, route, serve
 
 NOW = 1_800_000_000.0

@@ -17,7 +17,7 @@ import polars as pl
 
 from pipelines.catalog import LocalStorage, PartitionFile, Table, WarehouseStorage
 from pipelines.catalog.manifest import PARTITION_SEPARATOR
-from pipelines.incremental.shards import Shard
+from pipelines.warehouse.shards import Shard
 from pipelines.warehouse.staging import RunTransaction
 
 EVERYTHING = date(1, 1, 1)

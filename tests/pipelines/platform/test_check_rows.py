@@ -9,7 +9,7 @@ from unittest.mock import patch
 
 import polars as pl
 
-from pipelines.check_rows import CELL_CHARS, SHOWN_ROWS, markdown
+from pipelines.platform.check_rows import CELL_CHARS, SHOWN_ROWS, markdown
 
 
 class _ReadOnlyEnviron(dict[str, str]):

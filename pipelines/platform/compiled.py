@@ -12,7 +12,7 @@ when processes generate it concurrently: numba issues 4807 and 10128).
 
 So every array a kernel only reads goes through `kernel_input`: C-contiguous (copied only when it
 is not) and read-only (a view, never a copy). An array a kernel writes is one the caller allocated
-(C-contiguous, writable). `tests/pipelines/test_compiled.py` runs the domains on data of every
+(C-contiguous, writable). `tests/pipelines/platform/test_compiled.py` runs the domains on data of every
 shape we know to vary and checks that no kernel compiles a second specialization.
 
 Every kernel is compiled with `nogil=True`: shard steps run side by side in threads of one process

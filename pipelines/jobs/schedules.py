@@ -9,9 +9,9 @@ from datetime import timedelta
 import dagster as dg
 
 from pipelines.catalog import BRIEFS, DAILY_PRICES, RAW_NEWS, SENTIMENT_DAILY
-from pipelines.executors import executor_def
-from pipelines.runs import build_publish
-from pipelines.settings import PipelineSettings
+from pipelines.jobs.publish import build_publish
+from pipelines.platform.executors import executor_def
+from pipelines.platform.settings import PipelineSettings
 
 DAILY_JOB = "daily_update"
 NEWS_JOB = "news_refresh"

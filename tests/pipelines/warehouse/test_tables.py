@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, RAW_NEWS, PartitionFile
-from pipelines.incremental.shards import Shard
-from pipelines.incremental.tables import (
+from pipelines.warehouse.shards import Shard
+from pipelines.warehouse.staging import RunTransaction
+from pipelines.warehouse.store import Warehouse
+from pipelines.warehouse.tables import (
     EVERYTHING,
     _merged_by_symbol,
     _segment_codes,
@@ -27,8 +29,6 @@ from pipelines.incremental.tables import (
     sorted_by,
     upsert_series,
 )
-from pipelines.warehouse.staging import RunTransaction
-from pipelines.warehouse.store import Warehouse
 
 SHARD = Shard("crypto", 0, 1)
 

@@ -9,14 +9,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from pipelines import parallel
 from pipelines.news import batch
 from pipelines.news.batch import build_batch
 from pipelines.news.parse import ParsePolicy
 from pipelines.newsroom.enrichment import Article, LexiconEnricher
-
-from .news.conftest import NOW, fixture_document
-from .newsroom.labelled import LABELLED
+from pipelines.platform import parallel
+from tests.pipelines.news.conftest import NOW, fixture_document
+from tests.pipelines.newsroom.labelled import LABELLED
 
 
 def square_with_pid(items: Sequence[int]) -> list[tuple[int, int]]:

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-DEFAULT_SHARD_SYMBOLS = 1_000
-"""Most symbols a shard holds (`MI_SHARD_SYMBOLS`): a full history of 1,000 symbols fits any step
-in a few hundred MiB."""
+from pipelines.platform.settings import DEFAULT_SHARD_SYMBOLS
 
 _KEY = re.compile(r"^(?P<market>[^/]+)/s(?P<index>\d+)of(?P<count>\d+)$")
 

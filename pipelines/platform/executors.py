@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from pipelines.settings import PipelineSettings
+from pipelines.platform.settings import PipelineSettings
 
 if TYPE_CHECKING:
     from celery import Celery

@@ -1,8 +1,8 @@
-"""What a run is asked to do (its days, its markets, full or incremental) and the step that publishes it."""
+"""What a run is asked to do: its days, its markets, full or incremental, and its step names."""
 
 # No `from __future__ import annotations`: Dagster reads the asset functions' annotations at definition time.
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import TypeVar
@@ -10,10 +10,7 @@ from typing import TypeVar
 import dagster as dg
 
 from pipelines.catalog import MARKETS
-from pipelines.daily import in_daily_job
-from pipelines.incremental.shards import DEFAULT_SHARD_SYMBOLS
-from pipelines.settings import PipelineSettings, news_instant
-from pipelines.warehouse.resource import WarehouseResource
+from pipelines.platform.settings import DEFAULT_SHARD_SYMBOLS, PipelineSettings, news_instant
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -97,27 +94,3 @@ def step_name(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str:
     op = context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
     key = op.get_mapping_key()
     return f"{op.op.name}[{key}]" if key else op.op.name
-
-
-def build_publish(
-    name: str, upstream: Sequence[str], daily: bool, description: str
-) -> dg.AssetsDefinition:
-    """The last step of a job: commit every table the run's steps staged, in one manifest version."""
-
-    @dg.asset(name=name, deps=list(upstream), group_name="warehouse", description=description)
-    def publish(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        published = warehouse.transaction(context.run.run_id, step_name(context)).commit()
-        if published.published:
-            context.log.info(f"published warehouse version {published.version}")
-        else:
-            context.log.info(f"nothing new: warehouse version {published.version} stands")
-        return dg.MaterializeResult(
-            metadata={
-                "version": dg.MetadataValue.int(published.version),
-                "published": published.published,
-            }
-        )
-
-    return in_daily_job(publish) if daily else publish

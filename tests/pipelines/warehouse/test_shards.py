@@ -7,7 +7,7 @@ import zlib
 import polars as pl
 import pytest
 
-from pipelines.incremental.shards import Shard, shard_count, shard_index, shards_of
+from pipelines.warehouse.shards import Shard, shard_count, shard_index, shards_of
 
 
 @pytest.mark.parametrize(
