@@ -12,7 +12,7 @@ from litestar.openapi.spec import OpenAPIType
 from litestar.params import ParameterKwarg, PathParameter
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
-from pipelines.catalog import MARKETS, STRATEGIES
+from pipelines.catalog import FIRST_PERIOD, LAST_PERIOD, MARKETS, STRATEGIES
 
 
 def resolve_market(segment: str, live_markets: Sequence[str]) -> str:
@@ -283,8 +283,13 @@ PRICES_TO = Bounds(
     epoch_ms=True,
 )
 INDICATOR_PERIOD = Bounds(
-    "period", default=30, low=2, high=365, meaning="the analysis window in days"
+    "period",
+    default=30,
+    low=FIRST_PERIOD,
+    high=LAST_PERIOD,
+    meaning="the analysis window in days",
 )
+"""Clamped to the periods the warehouse holds for every symbol (the catalog's)."""
 BACKTEST_YEARS = Bounds("years", default=2, low=1, high=20, meaning="the backtest window in years")
 BACKTEST_TRADES_LIMIT = Bounds(
     "limit", default=50, low=1, high=1000, meaning="most trades returned"

@@ -24,7 +24,7 @@ from api.schemas import SentimentHistory, SentimentPoint
 
 
 class SentimentController(Controller):
-    """Sentiment history (`limit` days with news, clamped to 1..3650)."""
+    """Sentiment history (`limit` days with news, clamped to its bounds)."""
 
     path = "/api/v2/{market:str}/sentiment"
     tags = ["sentiment"]  # noqa: RUF012 (Litestar reads this class attribute)

@@ -208,10 +208,10 @@ class IndicatorValues(Wire, frozen=True):
 
 
 class Indicators(Wire, frozen=True):
-    """Technical indicators of one symbol over `period` days (clamped to 2..365)."""
+    """Technical indicators of one symbol over `period` days (clamped to the periods served)."""
 
     period: int
-    """The window in days the indicators use, after clamping to 2..365."""
+    """The window in days the indicators use, after clamping to get-indicators' bounds."""
     symbol: str
     """The symbol."""
     indicators: IndicatorValues

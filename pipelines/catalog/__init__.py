@@ -7,7 +7,12 @@ nothing from `pipelines` but this package.
 from __future__ import annotations
 
 from pipelines.catalog import indicators, newsroom, raw, trades, trends
-from pipelines.catalog.indicators import INDICATOR_SNAPSHOTS
+from pipelines.catalog.indicators import (
+    FIRST_PERIOD,
+    INDICATOR_SNAPSHOTS,
+    LAST_PERIOD,
+    PERIOD_COUNT,
+)
 from pipelines.catalog.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -65,14 +70,17 @@ __all__ = [
     "BRIEFS",
     "CURRENT_ACTIONS",
     "DAILY_PRICES",
+    "FIRST_PERIOD",
     "INDICATOR_SNAPSHOTS",
     "INSTRUMENTS",
     "INSTRUMENT_ANALYSES",
     "INSTRUMENT_REJECTS",
+    "LAST_PERIOD",
     "MANIFEST_NAME",
     "MARKETS",
     "MARKET_SUMMARIES",
     "NEWS_REJECTS",
+    "PERIOD_COUNT",
     "PRICE_REJECTS",
     "RAW_NEWS",
     "RECOMMENDATIONS",

@@ -6,6 +6,12 @@ import polars as pl
 
 from pipelines.catalog.schema import Column, Table
 
+FIRST_PERIOD = 2
+LAST_PERIOD = 365
+"""The analysis windows, in days, that `indicator_snapshots` holds for every symbol: the pipeline
+computes each of them, and get-indicators clamps its `period` to them."""
+PERIOD_COUNT = LAST_PERIOD - FIRST_PERIOD + 1
+
 FIBONACCI_LEVEL_COLUMNS: dict[str, str] = {
     "0": "fib_0",
     "23.6": "fib_23_6",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipelines.catalog.indicators import PERIOD_COUNT
 from pipelines.catalog.schema import Column, Table
 
 STATE_COLUMNS: tuple[Column, ...] = (
@@ -84,8 +85,8 @@ TREND_STATE = Table(
     key=("market", "symbol"),
 )
 
-INDICATOR_PERIODS = 364
-"""Periods 2..365 of `indicator_snapshots`: the width of every per-period state column."""
+INDICATOR_PERIODS = PERIOD_COUNT
+"""The periods of `indicator_snapshots`: the width of every per-period state column."""
 INDICATOR_SCALARS: tuple[str, ...] = (
     "prev_close",
     "prev_high",

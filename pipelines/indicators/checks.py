@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 
 import polars as pl
 
-from pipelines.catalog import INDICATOR_SNAPSHOTS
+from pipelines.catalog import INDICATOR_SNAPSHOTS, PERIOD_COUNT
 from pipelines.indicators.all_periods import FLAT_MEMBERS
 
 BOUNDED = ("rsi", "adx", "stoch_k", "stoch_d")
@@ -16,7 +16,7 @@ ROUNDING = 1e-9
 """How far past 0..100 an oscillator may round: the smoothed ones (stochastic %K and %D, ADX) are
 running sums divided by their period, as TA-Lib computes them, and a running sum can round a hair
 past the bound. The check allows rounding, not a wrong value."""
-PERIODS = 364
+PERIODS = PERIOD_COUNT
 
 
 def non_finite_rows(frame: pl.DataFrame) -> pl.DataFrame:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from pipelines.catalog import FIRST_PERIOD, LAST_PERIOD
 from pipelines.indicators.kernels import Panel
 
-PERIOD_MIN = 2
-PERIOD_MAX = 365
+PERIOD_MIN, PERIOD_MAX = FIRST_PERIOD, LAST_PERIOD  # the catalog's periods of indicator_snapshots
 MACD_PERIODS = (12, 26, 9)
 STOCH_SMOOTHING = (3, 3)
 BBANDS_DEVIATIONS = 2.0

@@ -104,3 +104,13 @@ def test_a_value_outside_64_bits_is_a_422_however_it_would_clamp() -> None:
     with pytest.raises(InvalidParameter, match="'skip'"):
         SKIP.served(2**75)
     assert SKIP.clamp(2**75) == 2**75  # the cost rule's clamp stays total: metering never raises
+
+
+def test_get_indicators_clamps_to_exactly_the_periods_the_pipeline_computes() -> None:
+    """One fact in one place: the served bounds of `period` are the catalog's periods, which the
+    indicators domain computes for every symbol."""
+    from api.params import INDICATOR_PERIOD
+    from pipelines.indicators.recursive import ALL_PERIODS
+
+    served = list(range(INDICATOR_PERIOD.low, (INDICATOR_PERIOD.high or 0) + 1))
+    assert served == ALL_PERIODS.tolist()
