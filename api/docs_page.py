@@ -22,7 +22,7 @@ SHA256 = {
     "swagger-ui-bundle.js": "e6a898692f2d768e807c3ba4626068a69a2c5dd960dd6c76f3e4d3a3de180af2",
     "swagger-ui-standalone-preset.js": "5243d492e14505e0cab87ac8b0195d0e615943e651743b2b698450a46eb470be",
     "swagger-ui.css": "5ed08757e53da3e026d6cbecc61fe5d43585c9560b302d534ad56692519a273d",
-}
+}  # fmt: skip
 NO_FAVICON = "<link rel='icon' href='data:,'>"
 """Litestar's default favicon is on a CDN; the page asks for none."""
 

@@ -9,111 +9,33 @@ from the declarations the routes and the metering layer read.
 from __future__ import annotations
 
 OPERATIONS: dict[str, tuple[str, str]] = {
-    "ping": (
-        "Liveness check",
-        "Answers a short word when the service is up. With a key, it is metered and carries the key's balance headers: the cheapest way to read a balance.",
-    ),
-    "status": (
-        "Service status",
-        "One check per backing datastore (warehouse, metering) with its latency; `status` is `ok`, `degraded` or `error`. Public: no key, no rate limit, no tokens.",
-    ),
-    "list-symbols": (
-        "List a market's symbols",
-        "The market's symbols in alphabetical order, a page at a time (`limit`, `skip`). A page shorter than `limit` is the last.",
-    ),
-    "get-detail": (
-        "An instrument's name and logo",
-        "Display metadata of one crypto instrument. Other markets answer 404; their names come with the scorecard.",
-    ),
-    "search-instruments": (
-        "Search crypto instruments",
-        "At most 5 crypto instruments whose symbol or name matches the term, best match first.",
-    ),
-    "scorecard": (
-        "An instrument's technical scorecard",
-        "The action of the better of the two strategies on the latest bar, its score from 0 to 5, its backtest profit against buy-and-hold, and the running trend.",
-    ),
-    "get-article": (
-        "One news brief",
-        "A news brief by its article id, with the enrichment computed for it (sentiment, tone, instruments).",
-    ),
-    "get-recent-briefs": (
-        "Recent news briefs about a symbol",
-        "The symbol's newest briefs first, `limit` of them.",
-    ),
-    "search-briefs": (
-        "Search recent briefs by keywords",
-        "Briefs about the symbol from the past 24 hours whose title holds every keyword, newest first.",
-    ),
-    "get-instrument-analysis": (
-        "A coin's written analysis",
-        "The newest written analysis of a crypto instrument: price move, indicators, trend, the strategies' actions and the news.",
-    ),
-    "get-market-summary": (
-        "Today's crypto market summary",
-        "A written summary of the crypto market on the latest day: breadth, leaders and laggards, the news tone and notable stories.",
-    ),
-    "get-sentiment-history": (
-        "Daily news sentiment of a symbol",
-        "Per day, how many briefs about the symbol were positive, neutral and negative, newest day first.",
-    ),
-    "get-indicators": (
-        "Technical indicators on the latest bar",
-        "SMA, EMA, RSI, MACD, Bollinger Bands, stochastic oscillator, ATR, VWAP, OBV, Fibonacci retracement, ADX and ROC over `period` days, on the symbol's latest bar, as TA-Lib computes them.",
-    ),
-    "get-price-history": (
-        "Daily closes and volumes",
-        "The symbol's daily bars, oldest first: the whole stored series, the newest `limit` points, or the points from `from` to `to` (epoch milliseconds, inclusive; the range first, then `limit` within it). A narrower request costs fewer tokens.",
-    ),
-    "get-backtest-history": (
-        "A strategy's backtest trades",
-        "Every trade of the strategy's backtest of a coin over the last `years` years, newest first.",
-    ),
-    "get-backtest-summary": (
-        "A strategy's backtest summary",
-        "Returns, trade counts, win rate and drawdown of the strategy's backtest of a coin, against buy-and-hold.",
-    ),
-    "get-current-action": (
-        "What a strategy does today",
-        "The strategy's action on a coin's latest bar: `Buy` (entered), `Sell` (exited), `Hold` (in a position) or `Stay` (flat), and why.",
-    ),
-    "get-recent-buys": (
-        "Recent entries of the strategies",
-        "The newest trade entries across crypto coins, newest first, a page at a time.",
-    ),
-    "get-recent-sells": (
-        "Recent exits of the strategies",
-        "The newest closed trades across crypto coins, newest exit first, a page at a time.",
-    ),
-    "get-recommendations": (
-        "Coins a strategy is long on",
-        "Coins whose current action is `Buy` or `Hold` for the strategy, with a score of at least `min_score`, best first.",
-    ),
-    "get-trend-history": (
-        "A coin's daily trend",
-        "The coin's trend direction and strength day by day, newest first, `limit` days.",
-    ),
-    "get-current-trend": (
-        "The running trend episode",
-        "The symbol's current trend episode (forex, commodities, stocks): direction, duration, gains, losses and averages.",
-    ),
-    "get-trend-segments": (
-        "Past trend episodes",
-        "The symbol's trend episodes, newest first; each begins where the previous ended, and the newest is the running one (forex, commodities, stocks).",
-    ),
-    "bulk-export": (
-        "A whole dataset as a file",
-        "One market's dataset (prices, indicators, trends, backtests, briefs, sentiment, ...) as Parquet, Arrow or CSV, streamed; `from`, `to` and `symbols` narrow it. Costs 1 token per 1,000 rows (at least 10).",
-    ),
-    "legacy-trends": (
-        "Trend episodes, legacy form",
-        "A coin's trend episodes under a top-level `Success` member, as the earlier interface answered.",
-    ),
-    "legacy-sentiment": (
-        "Sentiment by topic, legacy form",
-        "A coin's daily dominant news topic with positive and negative counts over `days` days, under `Success`.",
-    ),
-}
+    "ping": ("Liveness check", "Answers a short word when the service is up. With a key, it is metered and carries the key's balance headers: the cheapest way to read a balance."),
+    "status": ("Service status", "One check per backing datastore (warehouse, metering) with its latency; `status` is `ok`, `degraded` or `error`. Public: no key, no rate limit, no tokens."),
+    "list-symbols": ("List a market's symbols", "The market's symbols in alphabetical order, a page at a time (`limit`, `skip`). A page shorter than `limit` is the last."),
+    "get-detail": ("An instrument's name and logo", "Display metadata of one crypto instrument. Other markets answer 404; their names come with the scorecard."),
+    "search-instruments": ("Search crypto instruments", "At most 5 crypto instruments whose symbol or name matches the term, best match first."),
+    "scorecard": ("An instrument's technical scorecard", "The action of the better of the two strategies on the latest bar, its score from 0 to 5, its backtest profit against buy-and-hold, and the running trend."),
+    "get-article": ("One news brief", "A news brief by its article id, with the enrichment computed for it (sentiment, tone, instruments)."),
+    "get-recent-briefs": ("Recent news briefs about a symbol", "The symbol's newest briefs first, `limit` of them."),
+    "search-briefs": ("Search recent briefs by keywords", "Briefs about the symbol from the past 24 hours whose title holds every keyword, newest first."),
+    "get-instrument-analysis": ("A coin's written analysis", "The newest written analysis of a crypto instrument: price move, indicators, trend, the strategies' actions and the news."),
+    "get-market-summary": ("Today's crypto market summary", "A written summary of the crypto market on the latest day: breadth, leaders and laggards, the news tone and notable stories."),
+    "get-sentiment-history": ("Daily news sentiment of a symbol", "Per day, how many briefs about the symbol were positive, neutral and negative, newest day first."),
+    "get-indicators": ("Technical indicators on the latest bar", "SMA, EMA, RSI, MACD, Bollinger Bands, stochastic oscillator, ATR, VWAP, OBV, Fibonacci retracement, ADX and ROC over `period` days, on the symbol's latest bar, as TA-Lib computes them."),
+    "get-price-history": ("Daily closes and volumes", "The symbol's daily bars, oldest first: the whole stored series, the newest `limit` points, or the points from `from` to `to` (epoch milliseconds, inclusive; the range first, then `limit` within it). A narrower request costs fewer tokens."),
+    "get-backtest-history": ("A strategy's backtest trades", "Every trade of the strategy's backtest of a coin over the last `years` years, newest first."),
+    "get-backtest-summary": ("A strategy's backtest summary", "Returns, trade counts, win rate and drawdown of the strategy's backtest of a coin, against buy-and-hold."),
+    "get-current-action": ("What a strategy does today", "The strategy's action on a coin's latest bar: `Buy` (entered), `Sell` (exited), `Hold` (in a position) or `Stay` (flat), and why."),
+    "get-recent-buys": ("Recent entries of the strategies", "The newest trade entries across crypto coins, newest first, a page at a time."),
+    "get-recent-sells": ("Recent exits of the strategies", "The newest closed trades across crypto coins, newest exit first, a page at a time."),
+    "get-recommendations": ("Coins a strategy is long on", "Coins whose current action is `Buy` or `Hold` for the strategy, with a score of at least `min_score`, best first."),
+    "get-trend-history": ("A coin's daily trend", "The coin's trend direction and strength day by day, newest first, `limit` days."),
+    "get-current-trend": ("The running trend episode", "The symbol's current trend episode (forex, commodities, stocks): direction, duration, gains, losses and averages."),
+    "get-trend-segments": ("Past trend episodes", "The symbol's trend episodes, newest first; each begins where the previous ended, and the newest is the running one (forex, commodities, stocks)."),
+    "bulk-export": ("A whole dataset as a file", "One market's dataset (prices, indicators, trends, backtests, briefs, sentiment, ...) as Parquet, Arrow or CSV, streamed; `from`, `to` and `symbols` narrow it. Costs 1 token per 1,000 rows (at least 10)."),
+    "legacy-trends": ("Trend episodes, legacy form", "A coin's trend episodes under a top-level `Success` member, as the earlier interface answered."),
+    "legacy-sentiment": ("Sentiment by topic, legacy form", "A coin's daily dominant news topic with positive and negative counts over `days` days, under `Success`."),
+}  # fmt: skip
 """Operation name -> (summary, description)."""
 
 TAGS: dict[str, str] = {

@@ -224,82 +224,22 @@ class MarketTools:
 
 
 TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[type[Resource], ...]]] = {
-    "list_instruments": (
-        "The symbols of a market, sorted, a page at a time.",
-        ("list-symbols",),
-        (SymbolList,),
-    ),
-    "search_instruments": (
-        "Crypto instruments whose symbol or name matches a query (at most 5).",
-        ("search-instruments",),
-        (InstrumentSearch,),
-    ),
-    "instrument_scorecard": (
-        "An instrument's technical scorecard: action, score 0 to 5, profit against buy-and-hold, trend.",
-        ("scorecard",),
-        (Scorecard,),
-    ),
-    "price_history": (
-        "Daily closing prices and volumes, oldest first: the newest `limit` days, or from `start` to `end`.",
-        ("get-price-history",),
-        (PriceHistory,),
-    ),
-    "indicators": (
-        "Technical indicators over `period` days: SMA, EMA, RSI, MACD, Bollinger Bands, stochastic, ATR, VWAP, OBV, Fibonacci levels, ADX, ROC.",
-        ("get-indicators",),
-        (Indicators,),
-    ),
-    "trend": (
-        "The trend: for crypto the last `limit` daily trend points (direction and strength), for forex, commodities and stocks the running trend episode.",
-        ("get-trend-history", "get-current-trend"),
-        (TrendHistory, CurrentTrend),
-    ),
-    "trend_segments": (
-        "Trend episodes (forex, commodities, stocks), newest first, with their gains, losses and durations.",
-        ("get-trend-segments",),
-        (TrendSegments,),
-    ),
-    "news_briefs": (
-        "News briefs about a symbol with sentiment (-5 to +5), newest first; with `keywords`, only titles holding them in the past 24 hours.",
-        ("get-recent-briefs", "search-briefs"),
-        (BriefList,),
-    ),
-    "sentiment_history": (
-        "Daily counts of positive, neutral and negative briefs about a symbol, newest first.",
-        ("get-sentiment-history",),
-        (SentimentHistory,),
-    ),
-    "analysis": (
-        "The newest written analysis of a coin.",
-        ("get-instrument-analysis",),
-        (InstrumentAnalysis,),
-    ),
-    "market_summary": (
-        "Today's written summary of the crypto market.",
-        ("get-market-summary",),
-        (MarketSummary,),
-    ),
-    "backtest_summary": (
-        "A strategy's backtest of a coin over `years`: returns, trades, win rate, against buy-and-hold.",
-        ("get-backtest-summary",),
-        (BacktestSummary,),
-    ),
-    "current_action": (
-        "What a strategy does on a coin on the latest day: Buy, Sell, Hold or Stay.",
-        ("get-current-action",),
-        (CurrentAction,),
-    ),
-    "recommendations": (
-        "Coins a strategy recommends: score at least `min_score` (0 to 5), best first.",
-        ("get-recommendations",),
-        (RecommendationList,),
-    ),
-    "balance": (
-        "The key's token balance: spent and remaining this month and today.",
-        ("ping",),
-        (Ping,),
-    ),
-}
+    "list_instruments": ("The symbols of a market, sorted, a page at a time.", ("list-symbols",), (SymbolList,)),
+    "search_instruments": ("Crypto instruments whose symbol or name matches a query (at most 5).", ("search-instruments",), (InstrumentSearch,)),
+    "instrument_scorecard": ("An instrument's technical scorecard: action, score 0 to 5, profit against buy-and-hold, trend.", ("scorecard",), (Scorecard,)),
+    "price_history": ("Daily closing prices and volumes, oldest first: the newest `limit` days, or from `start` to `end`.", ("get-price-history",), (PriceHistory,)),
+    "indicators": ("Technical indicators over `period` days: SMA, EMA, RSI, MACD, Bollinger Bands, stochastic, ATR, VWAP, OBV, Fibonacci levels, ADX, ROC.", ("get-indicators",), (Indicators,)),
+    "trend": ("The trend: for crypto the last `limit` daily trend points (direction and strength), for forex, commodities and stocks the running trend episode.", ("get-trend-history", "get-current-trend"), (TrendHistory, CurrentTrend)),
+    "trend_segments": ("Trend episodes (forex, commodities, stocks), newest first, with their gains, losses and durations.", ("get-trend-segments",), (TrendSegments,)),
+    "news_briefs": ("News briefs about a symbol with sentiment (-5 to +5), newest first; with `keywords`, only titles holding them in the past 24 hours.", ("get-recent-briefs", "search-briefs"), (BriefList,)),
+    "sentiment_history": ("Daily counts of positive, neutral and negative briefs about a symbol, newest first.", ("get-sentiment-history",), (SentimentHistory,)),
+    "analysis": ("The newest written analysis of a coin.", ("get-instrument-analysis",), (InstrumentAnalysis,)),
+    "market_summary": ("Today's written summary of the crypto market.", ("get-market-summary",), (MarketSummary,)),
+    "backtest_summary": ("A strategy's backtest of a coin over `years`: returns, trades, win rate, against buy-and-hold.", ("get-backtest-summary",), (BacktestSummary,)),
+    "current_action": ("What a strategy does on a coin on the latest day: Buy, Sell, Hold or Stay.", ("get-current-action",), (CurrentAction,)),
+    "recommendations": ("Coins a strategy recommends: score at least `min_score` (0 to 5), best first.", ("get-recommendations",), (RecommendationList,)),
+    "balance": ("The key's token balance: spent and remaining this month and today.", ("ping",), (Ping,)),
+}  # fmt: skip
 """Tool name (a method of MarketTools) -> what it gives, the API operations it may call, the
 resources those answer (its output schema)."""
 

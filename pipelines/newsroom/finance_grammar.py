@@ -366,35 +366,14 @@ def plain_forms(text: str) -> str:
 
 
 BUY_RATINGS = (
-    "strong buy",
-    "conviction buy",
-    "speculative buy",
-    "buy",
-    "outperform",
-    "overweight",
-    "positive",
-    "accumulate",
-    "add",
-    "top pick",
-    "market outperform",
-    "sector outperform",
-)
+    "strong buy", "conviction buy", "speculative buy", "buy", "outperform", "overweight",
+    "positive", "accumulate", "add", "top pick", "market outperform", "sector outperform",
+)  # fmt: skip
 SELL_RATINGS = ("strong sell", "sell", "underperform", "underweight", "negative", "reduce")
 HOLD_RATINGS = (
-    "hold",
-    "neutral",
-    "equal weight",
-    "equal-weight",
-    "market perform",
-    "sector perform",
-    "peer perform",
-    "in line",
-    "in-line",
-    "perform",
-    "mixed",
-    "sector weight",
-    "market weight",
-)
+    "hold", "neutral", "equal weight", "equal-weight", "market perform", "sector perform",
+    "peer perform", "in line", "in-line", "perform", "mixed", "sector weight", "market weight",
+)  # fmt: skip
 """From any better rating, a move to hold or neutral is a downgrade; a first hold is no news."""
 
 _UPGRADE = r"(?:upgraded|upgrades|upgrade|raised|raises|raise|upped|ups|lifted|lifts|boosted)"
@@ -500,20 +479,9 @@ def read_ratings(text: str) -> str:
 
 
 _SCALES: dict[str, float] = {
-    "k": 1e3,
-    "thousand": 1e3,
-    "m": 1e6,
-    "mn": 1e6,
-    "mln": 1e6,
-    "million": 1e6,
-    "b": 1e9,
-    "bn": 1e9,
-    "bln": 1e9,
-    "billion": 1e9,
-    "%": 1.0,
-    "cents": 0.01,
-    "cent": 0.01,
-}
+    "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "mln": 1e6, "million": 1e6, "b": 1e9,
+    "bn": 1e9, "bln": 1e9, "billion": 1e9, "%": 1.0, "cents": 0.01, "cent": 0.01,
+}  # fmt: skip
 _MONEY = r"(?:eur|usd|gbp|sek|nok|dkk|chf|jpy|rmb|cny|inr|rs\.?|us\$|\$|€|£|¥)\s?"
 _FIGURE = (
     r"(?P<{n}loss>(?:(?:net |operating |pre-tax |pretax )?loss(?:es)?(?: per share)? of"

@@ -79,16 +79,13 @@ BOUNDED = [
     ("/api/v2/{market}/trades/get-trend-segments/{symbol}", params.TREND_SEGMENTS_LIMIT),
     ("/api/v2/crypto/trades/get-trend-history/{symbol}/{limit}", params.TREND_HISTORY_LIMIT),
     ("/api/v2/crypto/trades/get-backtest-history/{symbol}/{strategy}", params.BACKTEST_YEARS),
-    (
-        "/api/v2/crypto/trades/get-backtest-history/{symbol}/{strategy}",
-        params.BACKTEST_TRADES_LIMIT,
-    ),
+    ("/api/v2/crypto/trades/get-backtest-history/{symbol}/{strategy}", params.BACKTEST_TRADES_LIMIT),
     ("/api/v2/crypto/trades/get-backtest-summary/{symbol}/{strategy}", params.BACKTEST_YEARS),
     ("/api/v2/crypto/trades/get-recent-buys", params.RECENT_TRADES_LIMIT),
     ("/api/v2/crypto/trades/get-recent-sells", params.SKIP),
     ("/api/v2/crypto/trades/get-recommendations", params.RECOMMENDATIONS_LIMIT),
     ("/api/v2/sentiment/sentiment/{coin}/{days}", params.LEGACY_SENTIMENT_DAYS),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("path", "bounds"), BOUNDED)

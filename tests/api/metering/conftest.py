@@ -114,13 +114,8 @@ async def new_account(store: MeteringStore, plan: str = "sandbox") -> Account:
 
 
 MI = str(Path(sys.executable).with_name("mi"))
-BALANCE_HEADERS = (
-    "x-tokens-cost",
-    "x-tokens-limit",
-    "x-tokens-limit-today",
-    "x-tokens-remaining",
-    "x-tokens-remaining-today",
-)
+BALANCE_HEADERS = ("x-tokens-cost", "x-tokens-limit", "x-tokens-limit-today",
+                   "x-tokens-remaining", "x-tokens-remaining-today")  # fmt: skip
 PING = "/api/v1/ping"
 BAD_STRATEGY = "/api/v2/crypto/trades/get-backtest-history/BTC/bogus?years={years}"
 """A 400 (strategy outside aggressive/conservative) charged the full route cost: 8 to 20 by years."""

@@ -50,12 +50,8 @@ from .conftest import (
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 PATHS = [PING, BAD_STRATEGY.format(years=1), BAD_STRATEGY.format(years=5), NOT_MATERIALIZED]
-OPERATION = {
-    PATHS[0]: "ping",
-    PATHS[1]: "get-backtest-history",
-    PATHS[2]: "get-backtest-history",
-    PATHS[3]: "get-indicators",
-}
+OPERATION = {PATHS[0]: "ping", PATHS[1]: "get-backtest-history", PATHS[2]: "get-backtest-history",
+             PATHS[3]: "get-indicators"}  # fmt: skip
 NET = {(PATHS[0], 200): 1, (PATHS[1], 400): 8, (PATHS[2], 400): 16, (PATHS[3], 503): 1}
 UP_FRONT = {PATHS[0]: 1, PATHS[1]: 8, PATHS[2]: 16, PATHS[3]: 8}
 MAX_COST = max(UP_FRONT.values())

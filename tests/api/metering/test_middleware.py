@@ -29,13 +29,8 @@ from .conftest import FakeClock, StoreFactory
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = (
-    "x-tokens-cost",
-    "x-tokens-limit",
-    "x-tokens-limit-today",
-    "x-tokens-remaining",
-    "x-tokens-remaining-today",
-)
+HEADERS = ("x-tokens-cost", "x-tokens-limit", "x-tokens-limit-today", "x-tokens-remaining",
+           "x-tokens-remaining-today")  # fmt: skip
 FAILURES = {"NOPE": NotFoundException, "DOWN": ServiceUnavailableException}
 GATE: dict[str, asyncio.Event] = {}
 """The slow route waits on GATE["open"]; each test makes its own Event (one per event loop)."""

@@ -115,28 +115,13 @@ def test_every_dataset_in_every_format_reads_back_as_the_warehouse_table(
 
 
 FILTERS = [
-    (
-        "daily-prices",
-        {"from": "2025-06-01", "to": "2025-06-30"},
-        "date BETWEEN ? AND ?",
-        ["2025-06-01", "2025-06-30"],
-    ),
+    ("daily-prices", {"from": "2025-06-01", "to": "2025-06-30"}, "date BETWEEN ? AND ?", ["2025-06-01", "2025-06-30"]),
     ("daily-prices", {"symbols": "msft,AAPL"}, "list_contains(?, symbol)", [["AAPL", "MSFT"]]),
-    (
-        "trend-segments",
-        {"from": "2025-01-01", "symbols": "NVDA"},
-        "started_on >= ? AND symbol = ?",
-        ["2025-01-01", "NVDA"],
-    ),
+    ("trend-segments", {"from": "2025-01-01", "symbols": "NVDA"}, "started_on >= ? AND symbol = ?", ["2025-01-01", "NVDA"]),
     ("backtest-trades", {"to": "2024-12-31"}, "start_date <= ?", ["2024-12-31"]),
-    (
-        "briefs",
-        {"symbols": "AAPL", "from": "2026-02-20"},
-        "list_contains(symbols, ?) AND date >= ?",
-        ["AAPL", "2026-02-20"],
-    ),
+    ("briefs", {"symbols": "AAPL", "from": "2026-02-20"}, "list_contains(symbols, ?) AND date >= ?", ["AAPL", "2026-02-20"]),
     ("sentiment-daily", {"from": "2026-03-01", "to": "2026-03-01"}, "date = ?", ["2026-03-01"]),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "query", "where", "params"), FILTERS)
@@ -180,7 +165,7 @@ ERRORS = [
     ("crypto", "daily-prices", {"to": "2026-02-30"}, 422, 1, "'to'"),
     ("crypto", "daily-prices", {"from": "2026-03-02", "to": "2026-03-01"}, 422, 1, "'from'"),
     ("crypto", "daily-prices", {"symbols": "BTC,NOPE"}, 404, 1, "NOPE"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("market", "name", "query", "status", "cost", "says"), ERRORS)

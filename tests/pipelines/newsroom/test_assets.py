@@ -20,32 +20,12 @@ from pipelines.warehouse.store import Warehouse
 from tests.pipelines.synthetic import materialize_news
 
 ARTICLES = [
-    (
-        "a1",
-        "Bitcoin surges to record high as ETF inflows jump",
-        "Bitcoin (BTC) rose 6%.",
-        "2025-01-10T09:00:00",
-    ),
-    (
-        "a2",
-        "Ether slides as liquidations mount",
-        "ETH fell 5%; the link to $SOL held.",
-        "2025-01-10T11:00:00",
-    ),
-    (
-        "a3",
-        "Exchange hacked: BTC and ETH stolen in breach",
-        "Hackers drained $50 million.",
-        "2025-01-09T15:00:00",
-    ),
-    (
-        "a4",
-        "Solana developers publish roadmap",
-        "Solana (SOL) plans a release.",
-        "2025-01-09T08:00:00",
-    ),
+    ("a1", "Bitcoin surges to record high as ETF inflows jump", "Bitcoin (BTC) rose 6%.", "2025-01-10T09:00:00"),
+    ("a2", "Ether slides as liquidations mount", "ETH fell 5%; the link to $SOL held.", "2025-01-10T11:00:00"),
+    ("a3", "Exchange hacked: BTC and ETH stolen in breach", "Hackers drained $50 million.", "2025-01-09T15:00:00"),
+    ("a4", "Solana developers publish roadmap", "Solana (SOL) plans a release.", "2025-01-09T08:00:00"),
     ("a5", "Crypto markets quiet on holiday", "Little news today.", "2025-01-09T07:00:00"),
-]
+]  # fmt: skip
 COINS = [("BTC", "Bitcoin"), ("ETH", "Ethereum"), ("SOL", "Solana"), ("LINK", "Chainlink")]
 
 

@@ -15,28 +15,16 @@ from pipelines.newsroom.tagging import AliasIndex, build_index, word_key
 from tests.pipelines.newsroom.labelled import LABELLED
 
 CRYPTO = [
-    ("BTC", "Bitcoin"),
-    ("ETH", "Ethereum"),
-    ("SOL", "Solana"),
-    ("LINK", "Chainlink"),
-    ("DOT", "Polkadot"),
-    ("ONE", "Harmony"),
-    ("OP", "Optimism"),
-    ("NEAR", "NEAR Protocol"),
-    ("XLM", "Stellar"),
-    ("BCH", "Bitcoin Cash"),
-    ("UNI", "Uniswap"),
-]
+    ("BTC", "Bitcoin"), ("ETH", "Ethereum"), ("SOL", "Solana"), ("LINK", "Chainlink"),
+    ("DOT", "Polkadot"), ("ONE", "Harmony"), ("OP", "Optimism"), ("NEAR", "NEAR Protocol"),
+    ("XLM", "Stellar"), ("BCH", "Bitcoin Cash"), ("UNI", "Uniswap"),
+]  # fmt: skip
 FOREX = [("EURUSD", "EUR/USD"), ("USDJPY", "USD/JPY"), ("GBPUSD", "GBP/USD")]
 COMMODITIES = [("GOLD", "Gold"), ("WTI", "WTI Crude Oil"), ("BRENT", "Brent Crude Oil")]
 STOCKS = [
-    ("AAPL", "Apple Inc."),
-    ("META", "Meta Platforms Inc."),
-    ("T", "AT&T Inc."),
-    ("V", "Visa Inc."),
-    ("ALL", "Allstate Corp."),
-    ("GOOGL", "Alphabet Inc."),
-]
+    ("AAPL", "Apple Inc."), ("META", "Meta Platforms Inc."), ("T", "AT&T Inc."),
+    ("V", "Visa Inc."), ("ALL", "Allstate Corp."), ("GOOGL", "Alphabet Inc."),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
