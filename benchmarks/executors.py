@@ -36,8 +36,7 @@ class Setup:
 
     @property
     def parallelism(self) -> int:
-        at_once = {"multiprocess": 2}
-        return max(self.workers, at_once.get(self.executor, 1))
+        return max(self.workers, 2 if self.executor == "multiprocess" else 1)
 
     @property
     def label(self) -> str:

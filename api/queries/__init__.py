@@ -9,6 +9,7 @@ from typing import Any
 from api.warehouse import QueryParams, WarehouseSnapshot
 
 Row = dict[str, Any]
+DAY_MS = 86_400_000
 
 
 async def rows(snapshot: WarehouseSnapshot, sql: str, params: QueryParams = None) -> list[Row]:

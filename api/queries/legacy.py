@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from api.queries import Row, rows
+from api.queries import DAY_MS, Row, rows
 from api.warehouse import WarehouseSnapshot
-
-DAY_MS = 86_400_000
 
 
 async def trend_segments(snapshot: WarehouseSnapshot, market: str, symbol: str) -> list[Row]:

@@ -20,28 +20,35 @@ FULL_HISTORY = (
     "GROUP BY ALL) USING (market, symbol, strategy, years)"
 )
 """Each symbol and strategy's longest window: the trades of its whole history."""
+BACKTEST_TRADES = (
+    "SELECT * FROM backtest_trades WHERE market = ? AND upper(symbol) = ? AND strategy = ? "
+    f"AND {WINDOW.format(table='backtest_trades')} ORDER BY start_date DESC LIMIT ?"
+)
+BACKTEST_SUMMARY = (
+    "SELECT * FROM backtest_summaries WHERE market = ? AND upper(symbol) = ? "
+    f"AND strategy = ? AND {WINDOW.format(table='backtest_summaries')}"
+)
+RECENT_TRADES = {
+    side: f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND {day} IS NOT NULL "
+    f"AND list_contains(?, strategy) ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
+    for side, day in (("buys", "start_date"), ("sells", "sell_date"))
+}
 
 
 async def backtest_trades(
     snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, years: int, limit: int
 ) -> list[Row]:
     """`symbol`'s trades of `strategy` in its `years` window, the newest `limit` first."""
-    sql = (
-        "SELECT * FROM backtest_trades WHERE market = ? AND upper(symbol) = ? AND strategy = ? "
-        f"AND {WINDOW.format(table='backtest_trades')} ORDER BY start_date DESC LIMIT ?"
-    )
-    return await rows(snapshot, sql, [market, symbol, strategy] * 2 + [years, limit])
+    params = [market, symbol, strategy] * 2 + [years, limit]
+    return await rows(snapshot, BACKTEST_TRADES, params)
 
 
 async def backtest_summary(
     snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, years: int
 ) -> Row | None:
     """The summary of `symbol`'s backtest of `strategy` over its `years` window."""
-    sql = (
-        "SELECT * FROM backtest_summaries WHERE market = ? AND upper(symbol) = ? "
-        f"AND strategy = ? AND {WINDOW.format(table='backtest_summaries')}"
-    )
-    return await first(snapshot, sql, [market, symbol, strategy] * 2 + [years])
+    params = [market, symbol, strategy] * 2 + [years]
+    return await first(snapshot, BACKTEST_SUMMARY, params)
 
 
 async def current_action(
@@ -62,12 +69,8 @@ async def recent_trades(
 ) -> list[Row]:
     """The market's latest entries (`buys`) or exits (`sells`) of `strategies` over each symbol's
     whole history, newest first, then by symbol and strategy: `limit` of them after `skip`."""
-    day = "start_date" if side == "buys" else "sell_date"
-    sql = (
-        f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND {day} IS NOT NULL "
-        f"AND list_contains(?, strategy) ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
-    )
-    return await rows(snapshot, sql, [market, list(strategies), limit, skip])
+    params = [market, list(strategies), limit, skip]
+    return await rows(snapshot, RECENT_TRADES[side], params)
 
 
 async def recommendations(

@@ -10,6 +10,7 @@ from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
 from api.params import BRIEFS_LIMIT, CRYPTO_ONLY, KEYWORDS, SEARCH_LIMIT, keyword_list
+from api.queries import DAY_MS
 from api.queries import newsroom as queries
 from api.request_values import RequestValues
 from api.responses import serve
@@ -25,7 +26,6 @@ from api.routes.common import (
 )
 from api.schemas import Brief, BriefList, InstrumentAnalysis, MarketSummary
 
-DAY_MS = 86_400_000
 WINDOW_STEP_MS = 60_000
 """search-briefs' 24-hour window moves by whole minutes, so one minute's answers share a cache entry."""
 

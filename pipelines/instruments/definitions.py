@@ -4,11 +4,11 @@ import dagster as dg
 
 from pipelines.instruments.assets import build_instruments
 from pipelines.platform.settings import PipelineSettings
-from pipelines.prices.sources.config import SourceRegistry, load_sources
+from pipelines.prices.sources.config import reads_embedded
 
 
-def build_defs(settings: PipelineSettings, sources: SourceRegistry | None = None) -> dg.Definitions:
-    """Assets `instruments`, `instrument_rejects` and their checks; the `price_sources` resource
-    that lists them comes with the prices domain (`pipelines.prices.definitions`)."""
-    registry = sources or load_sources(settings)
-    return dg.Definitions(assets=[build_instruments(registry.embedded)])
+def build_defs(settings: PipelineSettings) -> dg.Definitions:
+    """Assets `instruments`, `instrument_rejects` and their checks. The `price_sources` resource
+    that lists them comes with the prices domain (`pipelines.prices.definitions`), which reads
+    the sources file; these assets need only whether it reads the embedded market."""
+    return dg.Definitions(assets=[build_instruments(reads_embedded(settings))])

@@ -51,6 +51,11 @@ CASES = {
         "Error: MI_NOW: 'soon' is not an ISO 8601 instant",
     ),
     "unknown-executor": (["materialize"], {"MI_EXECUTOR": "spark"}, "Error: MI_EXECUTOR:"),
+    "the-retired-threads-executor": (
+        ["materialize"],
+        {"MI_EXECUTOR": "threads"},
+        "Error: MI_EXECUTOR: 'threads' is not one of",
+    ),
     "unknown-market": (["materialize", "--market", "bonds"], {}, "unknown markets ['bonds']"),
     "unknown-command": (["materialise"], {}, "Error: No such command 'materialise'."),
     "sql-without-a-warehouse": (

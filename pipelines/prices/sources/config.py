@@ -107,12 +107,18 @@ class SourcesFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     news: dict[str, Any] = {}
 
 
+def reads_embedded(settings: PipelineSettings) -> bool:
+    """Whether every market reads the embedded market's file drop (no sources file is set), as
+    `load_sources` decides it, without reading the file."""
+    return settings.sources_config is None
+
+
 def load_sources(settings: PipelineSettings) -> SourceRegistry:
     """Read `settings.sources_config`; without one every market reads the embedded file drop."""
-    if settings.sources_config is None:
+    path = settings.sources_config
+    if path is None:  # reads_embedded
         source = FileDropSource(settings.embedded_dir)
         return SourceRegistry(dict.fromkeys(MARKETS, source), embedded=True)
-    path = settings.sources_config
     return registry_from_toml(read_toml(path, SourcesConfigError), path)
 
 
