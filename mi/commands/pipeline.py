@@ -308,19 +308,19 @@ class Selection:
 def select_assets(job: dg.JobDefinition, names: Sequence[str]) -> Selection | None:
     """Keys of the job named by full path (`a/b`) or last component, plus what their step produces
     with them (a multi-asset's outputs are computed together), plus the job's publish step (what
-    a run writes becomes visible only when it commits), with those assets' checks but for the
+    a run writes becomes visible only when it commits) and expiry, with those assets' checks but for the
     freshness checks (their sensor evaluates them against the clock, never a run). None selects
     everything."""
     import dagster as dg
 
-    from pipelines.jobs.schedules import DAILY_PUBLISH, NEWS_PUBLISH, freshness_checks
+    from pipelines.jobs.schedules import CLOSING_STEPS, freshness_checks
 
     if not names:
         return None
     graph = job.asset_layer.asset_graph
     keys = job.asset_layer.executable_asset_keys
     named = {k for k in keys if k.to_user_string() in names or k.path[-1] in names}
-    named |= {k for k in keys if k.path[-1] in (DAILY_PUBLISH, NEWS_PUBLISH)}
+    named |= {k for k in keys if k.path[-1] in CLOSING_STEPS}
     together = (graph.get_execution_set_asset_and_check_keys(k) for k in named)
     assets = frozenset(k for keys_ in together for k in keys_ if isinstance(k, dg.AssetKey))
     clocked = {key for check in freshness_checks() for key in check.check_keys}
@@ -652,17 +652,16 @@ def _first_load(settings: PipelineSettings, markets: list[str]) -> bool:
 
 
 def _job_names(definitions: dg.Definitions) -> list[str]:
-    """The jobs with something to materialize besides their publish step, news first."""
-    from pipelines.jobs.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH
+    """The jobs with something to materialize besides their closing steps, news first."""
+    from pipelines.jobs.schedules import CLOSING_STEPS, DAILY_JOB, NEWS_JOB
 
     available = {job.name for job in definitions.get_repository_def().get_all_jobs()}
     names = [name for name in (NEWS_JOB, DAILY_JOB) if name in available]
-    publish = {DAILY_PUBLISH, NEWS_PUBLISH}
     return [
         name
         for name in names
         if {k.path[-1] for k in definitions.resolve_job_def(name).asset_layer.executable_asset_keys}
-        - publish
+        - set(CLOSING_STEPS)
     ]
 
 

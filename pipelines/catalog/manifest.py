@@ -36,14 +36,27 @@ class PartitionFile:
 
 
 @dataclass(frozen=True)
+class LoggedVersion:
+    """One retained version in the manifest's log: its id and when it was committed."""
+
+    version: int
+    published: str
+    """ISO 8601 UTC instant of the commit (that version's `updated_at`)."""
+
+
+@dataclass(frozen=True)
 class Manifest:
     """The current files of every table partition, and a version that changes with each commit."""
 
     version: int
     updated_at: str
+    """ISO 8601 UTC instant this version was committed (its publish time; expiry keeps it)."""
     tables: dict[str, dict[str, PartitionFile]]
     """table name -> partition key (`market`, `market/s{k}of{n}` or `market/s{k}of{n}/segment`)
     -> file."""
+    log: tuple[LoggedVersion, ...] = ()
+    """The retained versions, oldest first, this one last (`pipelines.catalog.versions`): each
+    has a record `_versions/<version>.json.gz` naming its served tables' files."""
 
     def files(self, table: str) -> list[str]:
         return [f.path for _, f in sorted(self.tables.get(table, {}).items())]
@@ -77,11 +90,12 @@ def manifest_from_json(data: bytes) -> Manifest:
         table: {market: PartitionFile(**entry) for market, entry in partitions.items()}
         for table, partitions in raw["tables"].items()
     }
-    return Manifest(version=int(raw["version"]), updated_at=raw["updated_at"], tables=tables)
+    log = tuple(LoggedVersion(int(v), str(at)) for v, at in raw.get("log", ()))
+    return Manifest(int(raw["version"]), raw["updated_at"], tables, log)
 
 
-def manifest_to_json(manifest: Manifest, **extra: object) -> bytes:
-    """The manifest's JSON body, with `extra` members (an object store's retired files)."""
+def manifest_to_json(manifest: Manifest, *, compact: bool = False, **extra: object) -> bytes:
+    """The manifest's JSON body, with `extra` members (a version record's run and changes)."""
     body = {
         "version": manifest.version,
         "updated_at": manifest.updated_at,
@@ -89,8 +103,11 @@ def manifest_to_json(manifest: Manifest, **extra: object) -> bytes:
             table: {market: asdict(f) for market, f in partitions.items()}
             for table, partitions in manifest.tables.items()
         },
+        "log": [[v.version, v.published] for v in manifest.log],
         **extra,
     }
+    if compact:
+        return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
     return json.dumps(body, indent=1, sort_keys=True).encode()
 
 

@@ -45,6 +45,10 @@ class WarehouseStorage(Protocol):
         """The current manifest, or None before the first materialization."""
         ...
 
+    def read_object(self, relative: str) -> bytes | None:
+        """A small file's bytes (a version record), or None when it does not exist."""
+        ...
+
     def filesystem(self) -> pafs.FileSystem:
         """The pyarrow filesystem the files are read through."""
         ...
@@ -74,6 +78,12 @@ class LocalStorage:
 
     def read_manifest(self) -> Manifest | None:
         return read_manifest(self.root)
+
+    def read_object(self, relative: str) -> bytes | None:
+        try:
+            return (self.root / relative).read_bytes()
+        except FileNotFoundError:
+            return None
 
     def filesystem(self) -> pafs.FileSystem:
         import pyarrow.fs as pafs
@@ -149,6 +159,14 @@ class S3Location:
         except client.exceptions.NoSuchKey:
             return None
         return manifest_from_json(reply["Body"].read())
+
+    def read_object(self, relative: str) -> bytes | None:
+        client = self._reader_client()
+        try:
+            reply = client.get_object(Bucket=self.bucket, Key=self.key(relative))
+        except client.exceptions.NoSuchKey:
+            return None
+        return bytes(reply["Body"].read())
 
     def _reader_client(self) -> Any:
         client = self._cache.get("client")

@@ -9,7 +9,7 @@ from datetime import timedelta
 import dagster as dg
 
 from pipelines.catalog import BRIEFS, DAILY_PRICES, RAW_NEWS, SENTIMENT_DAILY
-from pipelines.jobs.publish import build_publish
+from pipelines.jobs.publish import build_expiry, build_publish
 from pipelines.platform.executors import executor_def
 from pipelines.platform.settings import PipelineSettings
 
@@ -17,6 +17,9 @@ DAILY_JOB = "daily_update"
 NEWS_JOB = "news_refresh"
 DAILY_PUBLISH = "daily_publish"
 NEWS_PUBLISH = "news_publish"
+VERSIONS = "warehouse_versions"
+CLOSING_STEPS = (DAILY_PUBLISH, NEWS_PUBLISH, VERSIONS)
+"""The steps every run of a job ends with, whatever it selects: its commit, then (daily) expiry."""
 DAILY_CRON = "30 0 * * *"
 """00:30 UTC: after the day's bars have closed everywhere the embedded market models."""
 PRICES_DEADLINE_CRON = "30 2 * * *"
@@ -50,6 +53,12 @@ def publish_assets(
             False,
             "The news refresh's tables made current together, in one warehouse version.",
         ),
+        build_expiry(
+            VERSIONS,
+            DAILY_PUBLISH,
+            "The retained warehouse versions (as_of): what the retention no longer keeps leaves "
+            "the log, and files no retained version names are deleted.",
+        ),
     ]
 
 
@@ -64,7 +73,7 @@ def build_defs(
     watched = dg.AssetSelection.checks(*checks)
     daily_job = dg.define_asset_job(
         DAILY_JOB,
-        selection=dg.AssetSelection.assets(*daily, DAILY_PUBLISH) - watched,
+        selection=dg.AssetSelection.assets(*daily, DAILY_PUBLISH, VERSIONS) - watched,
         executor_def=executor,
         description="Bring every table of the daily layer to a day, from carried state.",
         run_tags={RUN_TAG: DAILY_JOB},

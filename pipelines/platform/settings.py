@@ -61,6 +61,10 @@ class PipelineSettings:
     """Where `MI_EXECUTOR=celery` sends steps and `mi workers` takes them (`MI_CELERY_BROKER_URL`)."""
     celery_backend_url: str = CELERY_BACKEND_URL
     """Where the workers put each step's events for the run (`MI_CELERY_BACKEND_URL`)."""
+    versions_keep_all_days: float = 7.0
+    """Every version of this many last days is retained (`MI_VERSIONS_KEEP_ALL_DAYS`)."""
+    versions_retain_days: float = 90.0
+    """Beyond that, the last version of each UTC day back this far (`MI_VERSIONS_RETAIN_DAYS`)."""
 
     @property
     def warehouse_dir(self) -> Path:
@@ -101,7 +105,8 @@ def news_instant(now: datetime, end_date: date | None) -> datetime:
 def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
     """Read `MI_DATA_DIR`, `MI_SOURCES`, `MI_SEED`, `MI_END_DATE`, `MI_INSTRUMENTS`,
     `MI_DAGSTER_POSTGRES_URL`, `MI_EXECUTOR`, `MI_WAREHOUSE_URL`, `MI_S3_ENDPOINT_URL`, `MI_NOW`,
-    `MI_SHARD_SYMBOLS`, `MI_NEWS_CADENCE_MINUTES`, `MI_CELERY_BROKER_URL`, `MI_CELERY_BACKEND_URL`
+    `MI_SHARD_SYMBOLS`, `MI_NEWS_CADENCE_MINUTES`, `MI_CELERY_BROKER_URL`, `MI_CELERY_BACKEND_URL`,
+    `MI_VERSIONS_KEEP_ALL_DAYS`, `MI_VERSIONS_RETAIN_DAYS`
     (all optional)."""
     env = os.environ if env is None else env
     executor = env.get("MI_EXECUTOR") or EXECUTORS[0]
@@ -133,6 +138,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> PipelineSettings:
         news_cadence_minutes=cadence,
         celery_broker_url=env.get("MI_CELERY_BROKER_URL") or CELERY_BROKER_URL,
         celery_backend_url=env.get("MI_CELERY_BACKEND_URL") or CELERY_BACKEND_URL,
+        versions_keep_all_days=_days_or(env, "MI_VERSIONS_KEEP_ALL_DAYS", 7.0),
+        versions_retain_days=_days_or(env, "MI_VERSIONS_RETAIN_DAYS", 90.0),
     )
 
 
@@ -146,6 +153,18 @@ def _read(env: Mapping[str, str], name: str, parse: Callable[[str], T], what: st
         return parse(text)
     except ValueError:
         raise SettingsError(f"{name}: {text!r} is not {what}") from None
+
+
+def _days_or(env: Mapping[str, str], name: str, default: float) -> float:
+    days = _read(env, name, _days, "a number of days (0 or more)")
+    return default if days is None else days
+
+
+def _days(text: str) -> float:
+    days = float(text)
+    if not 0 <= days < float("inf"):
+        raise ValueError(text)
+    return days
 
 
 def _positive(text: str) -> int:

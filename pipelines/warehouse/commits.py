@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pipelines.catalog import Manifest, PartitionFile
-from pipelines.catalog.manifest import market_of
+from pipelines.catalog.manifest import LoggedVersion, market_of
 
 WHOLE_TABLE = "all"
 """Partition name of a table written by an unpartitioned asset: the file holds every market."""
@@ -60,18 +60,31 @@ def conflicts(manifest: Manifest | None, writes: Sequence[TableWrite]) -> list[s
     return stale
 
 
-def apply_writes(manifest: Manifest | None, writes: Sequence[TableWrite]) -> Manifest:
-    """The manifest with every write applied and a new, strictly greater version."""
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def apply_writes(
+    manifest: Manifest | None, writes: Sequence[TableWrite], now: datetime | None = None
+) -> Manifest:
+    """The manifest with every write applied and a new, strictly greater version, appended to the
+    version log."""
     old = manifest or Manifest(version=0, updated_at="", tables={})
     tables = {name: dict(partitions) for name, partitions in old.tables.items()}
     for write in writes:
         tables[write.table] = _replaced(write, tables.get(write.table, {}))
+    version = max(old.version + 1, time.time_ns())
+    # Never before the previous version's: the log stays in publish order even if the clock steps
+    # back, so the version current at an instant is well defined.
+    at = (now or utc_now()).astimezone(UTC)
+    published = max(at.isoformat(timespec="milliseconds"), old.updated_at)
     return Manifest(
-        version=max(old.version + 1, time.time_ns()),
-        updated_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        version=version,
+        updated_at=published,
         tables={
             name: dict(sorted(parts.items())) for name, parts in sorted(tables.items()) if parts
         },
+        log=(*old.log, LoggedVersion(version, published)),
     )
 
 

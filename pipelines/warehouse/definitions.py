@@ -9,12 +9,12 @@ from pipelines.warehouse.resource import WarehouseResource
 
 
 def build_defs(settings: PipelineSettings) -> dg.Definitions:
-    if settings.warehouse_url:  # object storage: no local DuckDB file (docs/deployment.md)
-        warehouse = WarehouseResource(
-            warehouse_dir=settings.warehouse_url, s3_endpoint_url=settings.s3_endpoint_url
-        )
-    else:
-        warehouse = WarehouseResource(
-            warehouse_dir=str(settings.warehouse_dir), duckdb_path=str(settings.duckdb_path)
-        )
+    local = not settings.warehouse_url  # object storage: no DuckDB file (docs/deployment.md)
+    warehouse = WarehouseResource(
+        warehouse_dir=str(settings.warehouse_dir) if local else str(settings.warehouse_url),
+        duckdb_path=str(settings.duckdb_path) if local else None,
+        s3_endpoint_url=None if local else settings.s3_endpoint_url,
+        versions_keep_all_days=settings.versions_keep_all_days,
+        versions_retain_days=settings.versions_retain_days,
+    )
     return dg.Definitions(resources={"warehouse": warehouse})

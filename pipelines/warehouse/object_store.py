@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import polars as pl
-from botocore.exceptions import BotoCoreError, ClientError
 
 from pipelines.catalog import MANIFEST_NAME, Manifest, PartitionFile, Table
 from pipelines.catalog.manifest import PARTITION_SEPARATOR, manifest_from_json, manifest_to_json
 from pipelines.catalog.storage import S3Location, read_partitions
+from pipelines.catalog.versions import (
+    RECORD_SUFFIX,
+    Retention,
+    read_record,
+    record_of,
+    record_path,
+)
 from pipelines.platform.retries import RetryableError, RetryPolicy, retrying
 from pipelines.warehouse.commits import (
     CommitConflictError,
@@ -24,18 +29,17 @@ from pipelines.warehouse.commits import (
     apply_writes,
     changes_nothing,
     conflicts,
-    retired_paths,
+    utc_now,
 )
 from pipelines.warehouse.staging import staged_paths
 from pipelines.warehouse.store import (
     DEFAULT_GC_GRACE,
     STAGING_DIR,
     STAGING_TTL,
+    Expiry,
     check_partition,
     write_parquet,
 )
-
-LOG = logging.getLogger(__name__)
 
 # S3 has no rename and no lock, but a PUT is atomic and (AWS since 2024, MinIO, moto) conditional:
 # `If-None-Match: *` creates only when absent, `If-Match: <etag>` replaces only the version read.
@@ -56,7 +60,6 @@ class ObjectCommit:
     rows: int
     version: int
     views_refreshed: bool
-    removed: tuple[str, ...]
     attempts: int
     """Manifest PUTs this commit took (more than 1: another writer committed meanwhile)."""
 
@@ -67,7 +70,6 @@ class ObjectPublished:
 
     manifest: Manifest
     views_refreshed: bool
-    removed: tuple[str, ...]
     attempts: int
     published: bool = True
     """False when the writes changed nothing: `manifest` is the current one, its version stands."""
@@ -79,12 +81,13 @@ class ObjectPublished:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The manifest as read, with the ETag a conditional PUT must match and the retired files."""
+    """The manifest as read, with the ETag a conditional PUT must match and the expiring files."""
 
     manifest: Manifest | None
     etag: str | None
-    retired: dict[str, float]
-    """path -> when it stopped being current (epoch seconds): the GC grace counts from then."""
+    expiring: dict[str, float]
+    """path -> when the last retained version naming it expired (epoch seconds): the GC grace
+    counts from then (objects have no mtime to touch)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class ObjectWarehouse:
     location: S3Location
     gc_grace: timedelta = DEFAULT_GC_GRACE
     max_attempts: int = 100
+    clock: Callable[[], datetime] = utc_now
+    """When a commit publishes and what "now" an expiry keeps versions by (tests move it)."""
 
     @property
     def storage(self) -> S3Location:
@@ -110,7 +115,6 @@ class ObjectWarehouse:
             rows=entry.rows,
             version=published.version,
             views_refreshed=True,
-            removed=published.removed,
             attempts=published.attempts,
         )
 
@@ -122,8 +126,9 @@ class ObjectWarehouse:
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         return PartitionFile(path=relative, rows=conformed.height, written_at=now)
 
-    def commit(self, writes: Sequence[TableWrite]) -> ObjectPublished:
+    def commit(self, writes: Sequence[TableWrite], run_id: str | None = None) -> ObjectPublished:
         """Apply every write in one manifest PUT, or none; retried while only the ETag is stale.
+        The new version's record is PUT first (every version a reader can see has one).
 
         CommitConflictError when a write's base no longer matches (another run changed those
         partitions), or when the manifest changed under every attempt.
@@ -134,7 +139,7 @@ class ObjectWarehouse:
             for attempt in retrying(self.commit_retry):
                 with attempt:
                     tries = attempt.num
-                    return self._commit_once(client, writes, tries)
+                    return self._commit_once(client, writes, run_id, tries)
         except _StaleManifestError:
             pass
         named = ", ".join(f"{w.table}/{w.market}" for w in writes)
@@ -151,7 +156,7 @@ class ObjectWarehouse:
         )
 
     def _commit_once(
-        self, client: Any, writes: Sequence[TableWrite], attempt: int
+        self, client: Any, writes: Sequence[TableWrite], run_id: str | None, attempt: int
     ) -> ObjectPublished:
         snapshot = self.snapshot(client)
         stale = conflicts(snapshot.manifest, writes)
@@ -161,13 +166,76 @@ class ObjectWarehouse:
             )
         if snapshot.manifest is not None and changes_nothing(snapshot.manifest, writes):
             # A run that found nothing new: the version, and every ETag made from it, stays.
-            return ObjectPublished(snapshot.manifest, True, (), attempt, published=False)
-        manifest = apply_writes(snapshot.manifest, writes)
-        retired, expired = self._retire(snapshot, manifest)
-        if not self._put_manifest(client, snapshot.etag, manifest, retired):
+            return ObjectPublished(snapshot.manifest, True, attempt, published=False)
+        manifest = apply_writes(snapshot.manifest, writes, self.clock())
+        # A record whose manifest PUT then loses the race is named by no log: expiry removes it.
+        record = record_of(snapshot.manifest, manifest, run_id)
+        self._put(client, record_path(manifest.version), record.to_bytes(), "application/gzip")
+        if not self._put_manifest(client, snapshot.etag, manifest, snapshot.expiring):
             raise _StaleManifestError("another commit replaced the manifest first")
-        removed = self._delete(client, expired) + self._orphans_collected()
-        return ObjectPublished(manifest, True, removed, attempt)
+        return ObjectPublished(manifest, True, attempt)
+
+    def expire(self, retention: Retention, now: float | None = None) -> Expiry:
+        """Drop the versions `retention` no longer keeps from the log (one conditional PUT, the
+        data version standing), then delete what no retained version, live run or grace needs."""
+        client = self.location.client()
+        now = self.clock().timestamp() if now is None else now
+        for attempt in retrying(self.commit_retry):
+            with attempt:
+                return self._expire_once(client, retention, now)
+        raise AssertionError("unreachable: retrying raises when attempts run out")
+
+    def _expire_once(self, client: Any, retention: Retention, now: float) -> Expiry:
+        snapshot = self.snapshot(client)
+        if snapshot.manifest is None:
+            return Expiry(kept=(), expired=(), removed=(), freed_bytes=0)
+        manifest = snapshot.manifest
+        kept = retention.kept(manifest.log, datetime.fromtimestamp(now, UTC))
+        expired = tuple(v for v in manifest.log if v not in kept)
+        manifest = replace(manifest, log=kept)
+        referenced = self._referenced(client, manifest)
+        expiring = {p: at for p, at in snapshot.expiring.items() if p not in referenced}
+        for entry in expired:
+            for path in {record_path(entry.version), *self._record_files(entry.version)}:
+                if path not in referenced:
+                    expiring.setdefault(path, now)
+        cutoff = now - self.gc_grace.total_seconds()
+        due = sorted(p for p, at in expiring.items() if at <= cutoff)
+        remaining = {p: at for p, at in expiring.items() if at > cutoff}
+        if (expired or remaining != snapshot.expiring) and not self._put_manifest(
+            client, snapshot.etag, manifest, remaining
+        ):
+            raise _StaleManifestError("another commit replaced the manifest first")
+        # Once the manifest has landed: what it let go, and objects nothing ever named (failed
+        # runs', records of commits that lost the race) once older than the grace.
+        objects = {
+            relative: (modified, size) for relative, modified, size in self._objects(client, "")
+        }
+        keep = referenced | set(remaining) | set(due) | self._live_staged(client, now)
+        orphans = [
+            relative
+            for relative, (modified, _) in objects.items()
+            if relative.endswith((".parquet", RECORD_SUFFIX))
+            and relative not in keep
+            and modified < cutoff
+        ]
+        gone = [*due, *orphans]
+        self._delete(client, gone)
+        freed = sum(objects[r][1] for r in gone if r in objects)
+        return Expiry(kept, expired, tuple(sorted(gone)), freed)
+
+    def _referenced(self, client: Any, manifest: Manifest) -> set[str]:
+        """Every object a retained version names: the current manifest (with the pipeline's
+        state), each logged version's record and its served files."""
+        named = {f.path for parts in manifest.tables.values() for f in parts.values()}
+        for entry in manifest.log:
+            named.add(record_path(entry.version))
+            named |= self._record_files(entry.version)
+        return named
+
+    def _record_files(self, version: int) -> set[str]:
+        record = read_record(self.location, version)
+        return set() if record is None else record.files()
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), in catalog schema."""
@@ -185,50 +253,23 @@ class ObjectWarehouse:
         except client.exceptions.NoSuchKey:
             return Snapshot(None, None, {})
         body = reply["Body"].read()
-        retired = {str(k): float(v) for k, v in json.loads(body).get("retired", {}).items()}
-        return Snapshot(manifest_from_json(body), reply["ETag"], retired)
-
-    def _orphans_collected(self) -> tuple[str, ...]:
-        """After a commit landed: what `collect_orphans` deleted (as on disk, every commit cleans
-        up after crashed runs); a failure to list or delete leaves them for the next commit."""
-        try:
-            return tuple(self.collect_orphans())
-        except (OSError, BotoCoreError, ClientError) as exc:
-            LOG.warning("orphan collection skipped: %s", exc)
-            return ()
-
-    def collect_orphans(self, now: float | None = None) -> list[str]:
-        """Delete objects neither a manifest nor a live run's staging names (crashed writers),
-        once older than the grace; drop dead runs' staging records."""
-        client = self.location.client()
-        now = time.time() if now is None else now
-        snapshot = self.snapshot(client)
-        known = (
-            set(snapshot.retired)
-            | self._live_staged(client, now)
-            | {
-                f.path
-                for parts in (snapshot.manifest.tables if snapshot.manifest else {}).values()
-                for f in parts.values()
-            }
-        )
-        cutoff = now - self.gc_grace.total_seconds()
-        orphans = [
-            relative
-            for relative, modified in self._objects(client, "")
-            if relative.endswith(".parquet") and relative not in known and modified < cutoff
-        ]
-        return list(self._delete(client, orphans))
+        expiring = {str(k): float(v) for k, v in json.loads(body).get("expiring", {}).items()}
+        return Snapshot(manifest_from_json(body), reply["ETag"], expiring)
 
     # Staging records: `_staging/<run id>/<step>@<attempt>.json` objects
     # (pipelines.warehouse.staging).
 
     def put_staging(self, run_id: str, name: str, body: bytes) -> None:
-        self.location.client().put_object(
+        self._put(
+            self.location.client(), f"{STAGING_DIR}/{run_id}/{name}.json", body, "application/json"
+        )
+
+    def _put(self, client: Any, relative: str, body: bytes, content_type: str) -> None:
+        client.put_object(
             Bucket=self.location.bucket,
-            Key=self.location.key(f"{STAGING_DIR}/{run_id}/{name}.json"),
+            Key=self.location.key(relative),
             Body=body,
-            ContentType="application/json",
+            ContentType=content_type,
         )
 
     def staging_records(
@@ -236,7 +277,7 @@ class ObjectWarehouse:
     ) -> list[bytes]:
         """The staging records of a run whose step names pass `where` (a GET each), in name order."""
         client = self.location.client()
-        listed = (r for r, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/"))
+        listed = (r for r, _, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/"))
         keys = sorted(r for r in listed if where(r.rsplit("/", 1)[-1].removesuffix(".json")))
         return [
             client.get_object(Bucket=self.location.bucket, Key=self.location.key(key))[
@@ -247,12 +288,12 @@ class ObjectWarehouse:
 
     def drop_staging(self, run_id: str) -> None:
         client = self.location.client()
-        keys = [r for r, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/")]
+        keys = [r for r, _, _ in self._objects(client, f"{STAGING_DIR}/{run_id}/")]
         self._delete(client, keys)
 
     def _live_staged(self, client: Any, now: float) -> set[str]:
         by_run: dict[str, list[tuple[str, float]]] = {}
-        for relative, modified in self._objects(client, f"{STAGING_DIR}/"):
+        for relative, modified, _ in self._objects(client, f"{STAGING_DIR}/"):
             by_run.setdefault(relative.split("/")[1], []).append((relative, modified))
         live: set[str] = set()
         for records in by_run.values():
@@ -266,38 +307,28 @@ class ObjectWarehouse:
                 )
         return live
 
-    def _objects(self, client: Any, prefix: str) -> list[tuple[str, float]]:
-        """(path relative to the root, last-modified epoch seconds) of every object under `prefix`."""
+    def _objects(self, client: Any, prefix: str) -> list[tuple[str, float, int]]:
+        """(path relative to the root, last-modified epoch seconds, bytes) of every object under
+        `prefix`."""
         root = self.location.key("")
         pages = client.get_paginator("list_objects_v2").paginate(
             Bucket=self.location.bucket, Prefix=self.location.key(prefix)
         )
         return [
-            (item["Key"][len(root) :], item["LastModified"].timestamp())
+            (item["Key"][len(root) :], item["LastModified"].timestamp(), int(item["Size"]))
             for page in pages
             for item in page.get("Contents", [])
         ]
 
-    def _retire(self, snapshot: Snapshot, manifest: Manifest) -> tuple[dict[str, float], list[str]]:
-        # Retired files stay listed (with when they were retired) until the grace has passed;
-        # those past it leave the list in this commit and are deleted once it has landed.
-        now = time.time()
-        retired = dict(snapshot.retired)
-        for path in retired_paths(snapshot.manifest, manifest):
-            retired[path] = now
-        cutoff = now - self.gc_grace.total_seconds()
-        expired = [path for path, at in retired.items() if at <= cutoff]
-        return {p: at for p, at in retired.items() if at > cutoff}, expired
-
     def _put_manifest(
-        self, client: Any, etag: str | None, manifest: Manifest, retired: dict[str, float]
+        self, client: Any, etag: str | None, manifest: Manifest, expiring: dict[str, float]
     ) -> bool:
         condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
         try:
             client.put_object(
                 Bucket=self.location.bucket,
                 Key=self.location.key(MANIFEST_NAME),
-                Body=manifest_to_json(manifest, retired=retired),
+                Body=manifest_to_json(manifest, expiring=expiring),
                 ContentType="application/json",
                 **condition,
             )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.catalog.versions import Retention
 from pipelines.warehouse.object_store import ObjectWarehouse, S3Location
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import Warehouse
@@ -22,6 +23,13 @@ class WarehouseResource(dg.ConfigurableResource):
     gc_grace_seconds: float = 600.0
     s3_endpoint_url: str | None = None
     """An S3-compatible endpoint (MinIO, Ceph, a test server); None: AWS S3."""
+    versions_keep_all_days: float = 7.0
+    versions_retain_days: float = 90.0
+
+    @property
+    def retention(self) -> Retention:
+        """Which versions the expiry step keeps (decisions.md, "Point in time")."""
+        return Retention(self.versions_keep_all_days, self.versions_retain_days)
 
     def store(self) -> Warehouse | ObjectWarehouse:
         """The one store the configuration names: object storage for s3:// roots, else local."""

@@ -39,7 +39,7 @@ class TableStore(Protocol):
 
     def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile: ...
 
-    def commit(self, writes: Sequence[TableWrite]) -> Publication: ...
+    def commit(self, writes: Sequence[TableWrite], run_id: str | None = None) -> Publication: ...
 
     def put_staging(self, run_id: str, name: str, body: bytes) -> None: ...
 
@@ -222,7 +222,7 @@ class RunTransaction:
         doubled = sorted({f"{t}/{m}" for t, m in keys if keys.count((t, m)) > 1})
         if doubled:
             raise ValueError(f"run {self.run_id}: staged by more than one step: {doubled}")
-        published = self.store.commit(writes)
+        published = self.store.commit(writes, self.run_id)
         self.store.drop_staging(self.run_id)
         return published
 

@@ -9,7 +9,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,16 @@ from pipelines.catalog import (
     read_manifest,
     write_manifest,
 )
-from pipelines.catalog.manifest import PARTITION_SEPARATOR, market_of
+from pipelines.catalog.manifest import PARTITION_SEPARATOR, LoggedVersion, market_of
 from pipelines.catalog.storage import LocalStorage, read_partitions
+from pipelines.catalog.versions import (
+    RECORD_SUFFIX,
+    VERSIONS_DIR,
+    Retention,
+    read_record,
+    record_of,
+    record_path,
+)
 from pipelines.warehouse import views
 from pipelines.warehouse.commits import (
     WHOLE_TABLE,
@@ -34,6 +42,7 @@ from pipelines.warehouse.commits import (
     changes_nothing,
     conflicts,
     retired_paths,
+    utc_now,
 )
 from pipelines.warehouse.staging import staged_paths
 
@@ -45,7 +54,7 @@ DEFAULT_GC_GRACE = timedelta(minutes=10)
 STAGING_TTL = timedelta(hours=6)
 """A staging record untouched for this long belongs to a run that died: its files may go."""
 
-__all__ = ["WHOLE_TABLE", "Commit", "CommitConflictError", "Published", "Warehouse"]
+__all__ = ["WHOLE_TABLE", "Commit", "CommitConflictError", "Expiry", "Published", "Warehouse"]
 
 
 @dataclass(frozen=True)
@@ -58,18 +67,26 @@ class Commit:
     rows: int
     version: int
     views_refreshed: bool
-    removed: tuple[Path, ...]
-    """Files garbage-collected by this commit."""
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """What an expiry did: the versions it kept and dropped, and the files it deleted."""
+
+    kept: tuple[LoggedVersion, ...]
+    expired: tuple[LoggedVersion, ...]
+    removed: tuple[str, ...]
+    """Files deleted (paths relative to the root): expired versions' past their grace, failed
+    runs', dead runs' staging."""
+    freed_bytes: int
 
 
 @dataclass(frozen=True)
 class Published:
-    """What a commit of several writes landed: the new manifest and what it made obsolete."""
+    """What a commit of several writes landed: the new manifest."""
 
     manifest: Manifest
     views_refreshed: bool
-    removed: tuple[str, ...]
-    """Files garbage-collected by this commit (paths relative to the root)."""
     published: bool = True
     """False when the writes changed nothing: `manifest` is the current one, its version stands."""
 
@@ -86,6 +103,8 @@ class Warehouse:
     duckdb_path: Path | None = None
     gc_grace: timedelta = DEFAULT_GC_GRACE
     views_timeout: float = 10.0
+    clock: Callable[[], datetime] = utc_now
+    """When a commit publishes and what "now" an expiry keeps versions by (tests move it)."""
 
     @property
     def storage(self) -> LocalStorage:
@@ -102,7 +121,6 @@ class Warehouse:
             rows=entry.rows,
             version=published.version,
             views_refreshed=published.views_refreshed,
-            removed=tuple(self.root / p for p in published.removed),
         )
 
     def write_file(self, table: Table, partition: str, frame: pl.DataFrame) -> PartitionFile:
@@ -114,8 +132,9 @@ class Warehouse:
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         return PartitionFile(path=relative, rows=conformed.height, written_at=now)
 
-    def commit(self, writes: Sequence[TableWrite]) -> Published:
-        """Apply every write to the manifest in one replacement, or none of them.
+    def commit(self, writes: Sequence[TableWrite], run_id: str | None = None) -> Published:
+        """Apply every write to the manifest in one replacement, or none of them, and log the new
+        version (its record first: every version a reader can see has one).
 
         CommitConflictError when a write's base no longer matches the manifest (another run
         changed those partitions since this one read them).
@@ -129,23 +148,43 @@ class Warehouse:
                 )
             if old is not None and changes_nothing(old, writes):
                 # A run that found nothing new: the version, and every ETag made from it, stays.
-                return Published(old, self._views_at(old), removed=(), published=False)
-            manifest = apply_writes(old, writes)
+                return Published(old, self._views_at(old), published=False)
+            now = self.clock()
+            manifest = apply_writes(old, writes, now)
             if self.duckdb_path is not None and not self.duckdb_path.exists():
                 # The first commit: the database file exists (with the views of what was there
                 # before) before the manifest names a version, so every version a reader can see
                 # has a file to open, even when this process dies right after the manifest.
                 views.create_views_file(self.duckdb_path, self.root, old)
+            self._put_atomically(
+                record_path(manifest.version), record_of(old, manifest, run_id).to_bytes()
+            )
             write_manifest(self.root, manifest)
             for path in retired_paths(old, manifest):
-                _touch(self.root / path)
+                _touch(self.root / path, now.timestamp())
             refreshed = self._refresh_views(manifest)
-            removed = self.collect_garbage(manifest)
-        return Published(
-            manifest=manifest,
-            views_refreshed=refreshed,
-            removed=tuple(str(p.relative_to(self.root)) for p in removed),
-        )
+        return Published(manifest=manifest, views_refreshed=refreshed)
+
+    def expire(self, retention: Retention, now: float | None = None) -> Expiry:
+        """Drop the versions `retention` no longer keeps from the log (the data version stands),
+        then delete what no retained version, live run or grace still needs."""
+        now = self.clock().timestamp() if now is None else now
+        with self._locked():
+            manifest = read_manifest(self.root)
+            if manifest is None:
+                return Expiry(kept=(), expired=(), removed=(), freed_bytes=0)
+            kept = retention.kept(manifest.log, datetime.fromtimestamp(now, UTC))
+            expired = tuple(v for v in manifest.log if v not in kept)
+            if expired:
+                manifest = replace(manifest, log=kept)
+                write_manifest(self.root, manifest)
+            referenced = self._referenced(manifest)
+            for entry in expired:  # their grace starts now: a reader may still hold them
+                _touch(self.root / record_path(entry.version), now)
+                for path in self._record_files(entry.version) - referenced:
+                    _touch(self.root / path, now)
+            removed, freed = self._collect(referenced, now)
+        return Expiry(kept, expired, removed, freed)
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), as one frame in catalog schema."""
@@ -166,22 +205,43 @@ class Warehouse:
             current = read_manifest(self.root)
             views.refresh_views(self.duckdb_path, self.root, current, timeout=self.views_timeout)
 
-    def collect_garbage(self, manifest: Manifest, now: float | None = None) -> list[Path]:
-        """Delete data files neither the manifest nor a live run's staging names, once retired
-        (or written, for a dead run's) for longer than the grace; drop dead runs' staging."""
-        now = time.time() if now is None else now
-        staged = self._drop_dead_staging(now)
-        referenced = {
-            self.root / f.path for parts in manifest.tables.values() for f in parts.values()
-        } | {self.root / p for p in staged}
+    def _referenced(self, manifest: Manifest) -> set[str]:
+        """Every file (relative) a retained version names: the current manifest (with the
+        pipeline's state), each logged version's record and its served files."""
+        named = {f.path for parts in manifest.tables.values() for f in parts.values()}
+        for entry in manifest.log:
+            named.add(record_path(entry.version))
+            named |= self._record_files(entry.version)
+        return named
+
+    def _record_files(self, version: int) -> set[str]:
+        record = read_record(self.storage, version)
+        return set() if record is None else record.files()
+
+    def _collect(self, referenced: set[str], now: float) -> tuple[tuple[str, ...], int]:
+        """Delete data files and version records that neither `referenced` nor a live run's
+        staging names, once untouched for longer than the grace (a retired file is touched when
+        it stops being current, an expired version's when it expires); drop dead runs' staging."""
+        keep = referenced | self._drop_dead_staging(now)
         cutoff = now - self.gc_grace.total_seconds()
-        removed = []
-        for path in self.root.glob("*/market=*/*"):
-            if path in referenced or not path.name.endswith((".parquet", ".tmp")):
+        removed, freed = [], 0
+        candidates = [*self.root.glob("*/market=*/*"), *self.root.glob(f"{VERSIONS_DIR}/*")]
+        for path in candidates:
+            relative = str(path.relative_to(self.root))
+            if relative in keep or not path.name.endswith((".parquet", ".tmp", RECORD_SUFFIX)):
                 continue
-            if _unlink_if_older(path, cutoff):
-                removed.append(path)
-        return removed
+            size = _unlink_if_older(path, cutoff)
+            if size is not None:
+                removed.append(relative)
+                freed += size
+        return tuple(sorted(removed)), freed
+
+    def _put_atomically(self, relative: str, body: bytes) -> None:
+        target = self.root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(body)
+        os.replace(temporary, target)
 
     # Staging: records of files a run wrote but has not committed yet (pipelines.warehouse.staging).
 
@@ -298,20 +358,22 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.[]@" else "_" for c in name)
 
 
-def _touch(path: Path) -> None:
-    # The GC grace counts from the moment a file stops being current, not from when it was written.
+def _touch(path: Path, at: float | None = None) -> None:
+    # The GC grace counts from the moment a file stops being needed, not from when it was written.
     with suppress(FileNotFoundError):
-        os.utime(path)
+        os.utime(path, None if at is None else (at, at))
 
 
-def _unlink_if_older(path: Path, cutoff: float) -> bool:
+def _unlink_if_older(path: Path, cutoff: float) -> int | None:
+    """The bytes freed by deleting `path` if untouched since before `cutoff`, else None."""
     try:
-        if path.stat().st_mtime >= cutoff:
-            return False
+        stat = path.stat()
+        if stat.st_mtime > cutoff:
+            return None
         path.unlink()
     except FileNotFoundError:
-        return False
-    return True
+        return None
+    return stat.st_size
 
 
 def _fsync(path: Path) -> None:

@@ -13,7 +13,14 @@ import pytest
 
 from pipelines import definitions
 from pipelines.catalog import TABLES
-from pipelines.jobs.schedules import DAILY_JOB, DAILY_PUBLISH, NEWS_JOB, NEWS_PUBLISH, RUN_TAG
+from pipelines.jobs.schedules import (
+    DAILY_JOB,
+    DAILY_PUBLISH,
+    NEWS_JOB,
+    NEWS_PUBLISH,
+    RUN_TAG,
+    VERSIONS,
+)
 from pipelines.platform.daily import DAILY_TAGS
 from pipelines.platform.settings import load_settings
 from pipelines.warehouse.resource import WarehouseResource
@@ -42,6 +49,7 @@ EXPECTED_ASSETS = {
     "sentiment_topics",
     "trend_history",
     "trend_segments",
+    "warehouse_versions",
 }
 """Snapshot of the asset graph: update it in the commit that adds a domain to DOMAINS."""
 
@@ -88,12 +96,13 @@ def test_no_asset_is_partitioned_and_the_daily_ones_are_tagged_for_their_job(
         assert node.partitions_def is None, key
         expected = {} if name in NEWS_ASSETS else DAILY_TAGS
         assert {k: v for k, v in node.tags.items() if k in DAILY_TAGS} == expected, key
-        assert name in TABLES or name.startswith("embedded_market") or name.endswith("_publish"), (
-            key
-        )
+        closing = name.endswith("_publish") or name == VERSIONS
+        assert name in TABLES or name.startswith("embedded_market") or closing, key
 
 
-def test_each_job_runs_its_assets_and_ends_with_its_publish_step(defs: dg.Definitions) -> None:
+def test_each_job_runs_its_assets_and_ends_with_its_publish_step_then_expiry(
+    defs: dg.Definitions,
+) -> None:
     daily = defs.resolve_job_def(DAILY_JOB)
     news = defs.resolve_job_def(NEWS_JOB)
     daily_keys = {k.path[-1] for k in daily.asset_layer.executable_asset_keys}
@@ -102,7 +111,9 @@ def test_each_job_runs_its_assets_and_ends_with_its_publish_step(defs: dg.Defini
     assert daily_keys == EXPECTED_ASSETS - NEWS_ASSETS
     graph = defs.resolve_asset_graph()
     publish = graph.get(dg.AssetKey(DAILY_PUBLISH))
-    assert {k.path[-1] for k in publish.parent_keys} == daily_keys - {DAILY_PUBLISH}
+    assert {k.path[-1] for k in publish.parent_keys} == daily_keys - {DAILY_PUBLISH, VERSIONS}
+    expiry = graph.get(dg.AssetKey(VERSIONS))
+    assert {k.path[-1] for k in expiry.parent_keys} == {DAILY_PUBLISH}
     assert daily.executor_def.name == "in_process"
 
 

@@ -8,7 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipelines.catalog.versions import Retention
 from pipelines.warehouse.store import Warehouse
+
+ONLY_CURRENT = Retention(keep_all_days=0, retain_days=0)
+"""Expiry that keeps nothing but the current version (the warehouse before the version log)."""
 
 
 def instruments_frame(market: str, *symbols: str) -> pl.DataFrame:

@@ -9,7 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 import duckdb
@@ -17,6 +17,7 @@ import pytest
 from pyarrow.fs import FileType
 
 from pipelines.catalog import INSTRUMENTS, MANIFEST_NAME, Manifest
+from pipelines.catalog.versions import Retention, read_record
 from pipelines.jobs.publish import build_publish
 from pipelines.platform.runs import RunOptions
 from pipelines.warehouse.commits import CommitConflictError
@@ -27,7 +28,7 @@ from pipelines.warehouse.store import STAGING_TTL
 from pipelines.warehouse.views import apply_object_views
 from tests.s3 import moto_endpoint, new_bucket
 
-from .conftest import instruments_frame
+from .conftest import ONLY_CURRENT, instruments_frame
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +132,8 @@ def test_a_stale_writer_is_refused_and_retries_from_the_new_manifest(location: S
 
 
 def test_snapshot_reads_and_garbage_after_the_grace(location: S3Location) -> None:
-    """A reader holding the previous manifest still reads its object after a rewrite (default
-    grace); with no grace, the retired object is deleted by the commit that retires it."""
+    """A reader holding the previous manifest still reads its object after a rewrite and an
+    expiry (default grace); with no grace, expiry deletes an expired version's objects at once."""
     kept = ObjectWarehouse(location)
     first = kept.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "AAA"))
     before = kept.manifest()
@@ -140,14 +141,18 @@ def test_snapshot_reads_and_garbage_after_the_grace(location: S3Location) -> Non
     assert before is not None
     fs = location.filesystem()
     old = location.arrow_path(before.tables["instruments"]["crypto"].path)
+    assert kept.expire(ONLY_CURRENT).removed == ()
     assert fs.get_file_info(old).size > 0  # still there for the old snapshot's readers
     assert kept.read(INSTRUMENTS).height == 2
 
     graceless = ObjectWarehouse(location, gc_grace=timedelta(0))
     third = graceless.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "CCC"))
-    assert first.path.endswith(third.removed[0])  # the first object, retired long enough
-    assert len(third.removed) == 2
+    removed = graceless.expire(ONLY_CURRENT).removed
+    assert any(first.path.endswith(path) for path in removed)
+    assert len([p for p in removed if p.endswith(".parquet")]) == 2
+    assert len([p for p in removed if p.startswith("_versions/")]) == 2
     assert fs.get_file_info(old).type.name == "NotFound"
+    assert third.version == graceless.manifest().version  # type: ignore[union-attr]
     assert graceless.read(INSTRUMENTS)["symbol"].to_list() == ["CCC"]
 
 
@@ -196,19 +201,20 @@ def test_a_stale_run_cannot_commit_over_another_on_s3(location: S3Location) -> N
     assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["FAST"]
 
 
-def test_orphan_collection_keeps_a_live_runs_staged_objects(location: S3Location) -> None:
+def test_expiry_keeps_a_live_runs_staged_objects(location: S3Location) -> None:
     warehouse = ObjectWarehouse(location, gc_grace=timedelta(0))
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EUR"))
     tx = RunTransaction(warehouse, "live", "s")
     _stage(tx, "crypto", "AAA")
     staged = location.arrow_path(tx.partitions(INSTRUMENTS.name, "crypto")["crypto"].path)
-    assert warehouse.collect_orphans(now=time.time() + 60) == []
+    assert warehouse.expire(ONLY_CURRENT, now=time.time() + 60).removed == ()
     assert location.filesystem().get_file_info(staged).size > 0
     later = time.time() + STAGING_TTL.total_seconds() + 60
-    assert len(warehouse.collect_orphans(now=later)) == 1
+    assert len(warehouse.expire(ONLY_CURRENT, now=later).removed) == 1
     assert warehouse.staging_records("live") == []
 
 
-def test_a_commit_on_s3_collects_what_crashed_runs_left(location: S3Location) -> None:
+def test_expiry_on_s3_collects_what_crashed_runs_left(location: S3Location) -> None:
     warehouse = ObjectWarehouse(location, gc_grace=timedelta(0))
     crashed = RunTransaction(warehouse, "crashed", "s")
     left = crashed.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "ZZZ"))
@@ -216,6 +222,7 @@ def test_a_commit_on_s3_collects_what_crashed_runs_left(location: S3Location) ->
     tx = RunTransaction(warehouse, "next", "s")
     _stage(tx, "crypto", "AAA")
     RunTransaction(warehouse, "next", "publish").commit()
+    warehouse.expire(ONLY_CURRENT, now=time.time() + 1)
     info = location.filesystem().get_file_info(location.arrow_path(left.path))
     assert info.type == FileType.NotFound
     assert warehouse.read(INSTRUMENTS)["symbol"].to_list() == ["AAA"]
@@ -233,3 +240,27 @@ def test_a_step_on_s3_reads_the_results_of_mapped_steps_only_when_asked(
     assert [json.loads(body)["step"] for body in steps] == ["prices"]
     stage = RunTransaction(warehouse, "run-m", "trends_stage")
     assert stage.results("trends_shard[") == {"trends_shard[crypto_s0of2]": {"rows": 2}}
+
+
+def test_expiry_on_s3_keeps_the_retained_versions_and_deletes_the_rest(
+    location: S3Location,
+) -> None:
+    """Retention on object storage as on disk: three days of commits, one kept per past day."""
+    at = [datetime(2026, 3, 1, 9, tzinfo=UTC)]
+    warehouse = ObjectWarehouse(location, gc_grace=timedelta(0), clock=lambda: at[0])
+    versions = []
+    for day in range(3):
+        for hour in (9, 18):
+            at[0] = datetime(2026, 3, 1 + day, hour, tzinfo=UTC)
+            symbol = f"D{day}H{hour}"
+            versions.append(warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", symbol)))  # fmt: skip
+    at[0] = datetime(2026, 3, 3, 20, tzinfo=UTC)
+    expiry = warehouse.expire(Retention(keep_all_days=0.5, retain_days=30))
+    kept = [v.version for v in expiry.kept]
+    assert kept == [versions[1].version, versions[3].version, versions[4].version, versions[5].version]  # fmt: skip
+    fs = location.filesystem()
+    for commit in versions:
+        record = read_record(location, commit.version)
+        assert (record is not None) == (commit.version in kept)
+        exists = fs.get_file_info(commit.path.removeprefix("s3://")).type != FileType.NotFound
+        assert exists == (commit.version in kept)

@@ -22,7 +22,7 @@ from pipelines.warehouse.commits import CommitConflictError, TableWrite, changes
 from pipelines.warehouse.staging import RunTransaction
 from pipelines.warehouse.store import STAGING_TTL, Warehouse
 from pipelines.warehouse.tables import stage_market_file
-from tests.pipelines.warehouse.conftest import instruments_frame
+from tests.pipelines.warehouse.conftest import ONLY_CURRENT, instruments_frame
 
 
 def rejects_frame(market: str, *reasons: str) -> pl.DataFrame:
@@ -222,7 +222,8 @@ def test_the_garbage_collector_keeps_what_a_live_run_staged(tmp_path: Path) -> N
     tx = RunTransaction(warehouse, "long-run", "step")
     stage_instruments(tx, "crypto", "BTC")
     staged = warehouse.root / tx.partitions(INSTRUMENTS.name, "crypto")["crypto"].path
-    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "USDJPY"))  # collects garbage
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "USDJPY"))
+    warehouse.expire(ONLY_CURRENT)
     assert staged.exists()
     RunTransaction(warehouse, "long-run", "publish").commit()
     assert warehouse.read(INSTRUMENTS, ["crypto"])["symbol"].to_list() == ["BTC"]
@@ -236,7 +237,8 @@ def test_a_file_written_and_not_yet_staged_survives_another_runs_collection(
     warehouse = Warehouse(tmp_path / "warehouse", gc_grace=timedelta(0))
     tx = RunTransaction(warehouse, "slow-step", "step")
     entry = tx.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
-    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))  # collects garbage
+    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
+    warehouse.expire(ONLY_CURRENT)
     assert (warehouse.root / entry.path).exists()
     tx.stage(INSTRUMENTS.name, "crypto", {"crypto": entry})
     RunTransaction(warehouse, "slow-step", "publish").commit()
@@ -251,7 +253,7 @@ def test_a_file_a_step_wrote_and_never_staged_is_collected_once_the_run_is_over(
     unused = tx.write_file(INSTRUMENTS, "crypto", instruments_frame("crypto", "OLD"))
     stage_instruments(tx, "crypto", "BTC")
     RunTransaction(warehouse, "run", "publish").commit()
-    warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))  # the next commit
+    warehouse.expire(ONLY_CURRENT)
     assert not (warehouse.root / unused.path).exists()
     assert warehouse.read(INSTRUMENTS, ["crypto"])["symbol"].to_list() == ["BTC"]
 
@@ -264,9 +266,7 @@ def test_a_dead_runs_staging_and_files_are_collected(tmp_path: Path) -> None:
     warehouse.write(INSTRUMENTS, "forex", instruments_frame("forex", "EURUSD"))
     assert staged.exists()
     later = staged.stat().st_mtime + STAGING_TTL.total_seconds() + 1
-    current = read_manifest(warehouse.root)
-    assert current is not None
-    warehouse.collect_garbage(current, now=later)
+    warehouse.expire(ONLY_CURRENT, now=later)
     assert not staged.exists()
     assert not (warehouse.root / "_staging" / "dead-run").exists()
 

@@ -14,8 +14,9 @@ import pytest
 
 from pipelines.catalog import INSTRUMENTS, TABLES, read_manifest
 from pipelines.catalog.state import INDICATOR_STATE, STATE_TABLES
+from pipelines.catalog.versions import record_path
 from pipelines.warehouse.store import WHOLE_TABLE, Warehouse
-from tests.pipelines.warehouse.conftest import instruments_frame
+from tests.pipelines.warehouse.conftest import ONLY_CURRENT, instruments_frame
 
 
 def test_round_trip_reads_back_each_partition_as_written(warehouse: Warehouse) -> None:
@@ -133,34 +134,47 @@ def test_reading_an_unwritten_table_whole_gives_an_empty_typed_frame(warehouse: 
     assert warehouse.read(INSTRUMENTS).schema == INSTRUMENTS.schema
 
 
-def test_gc_removes_only_unreferenced_files_older_than_the_grace(warehouse: Warehouse) -> None:
+def test_expiry_removes_only_unneeded_files_once_past_the_grace(warehouse: Warehouse) -> None:
     old = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
     current = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "ETH"))
     crashed = current.path.with_name(".123-dead.parquet.tmp")
     crashed.write_bytes(b"half")
-    manifest = read_manifest(warehouse.root)
-    assert manifest is not None
+    os.utime(crashed, (time.time() - 86_400,) * 2)
     grace = warehouse.gc_grace.total_seconds()
-    assert warehouse.collect_garbage(manifest, now=time.time() + grace - 5) == []
-    removed = warehouse.collect_garbage(manifest, now=time.time() + grace + 5)
-    assert sorted(removed) == sorted([old.path, crashed])
+    first = warehouse.expire(ONLY_CURRENT)  # the old version expires: its grace starts now
+    assert [v.version for v in first.expired] == [old.version]
+    assert first.removed == (str(crashed.relative_to(warehouse.root)),)
+    assert old.path.exists()
+    assert warehouse.expire(ONLY_CURRENT, now=time.time() + grace - 5).removed == ()
+    removed = warehouse.expire(ONLY_CURRENT, now=time.time() + grace + 5).removed
+    assert removed == tuple(sorted([_relative(warehouse, old.path), record_path(old.version)]))
     assert current.path.exists()
 
 
-def test_gc_grace_counts_from_retirement_not_from_writing(warehouse: Warehouse) -> None:
-    old = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
+def test_a_commit_deletes_nothing_a_past_version_names(graceless_warehouse: Warehouse) -> None:
+    """Every committed version is retained until expiry says otherwise, so a commit keeps the
+    files it retires, however old they are."""
+    old = graceless_warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
     long_ago = time.time() - 86_400
     os.utime(old.path, (long_ago, long_ago))
-    commit = warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "ETH"))
-    assert commit.removed == ()
+    graceless_warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "ETH"))
     assert old.path.exists()
 
 
-def test_a_write_collects_garbage_past_the_grace(graceless_warehouse: Warehouse) -> None:
+def test_expiry_deletes_an_expired_versions_files_past_the_grace(
+    graceless_warehouse: Warehouse,
+) -> None:
     old = graceless_warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "BTC"))
     time.sleep(0.01)
-    commit = graceless_warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "ETH"))
-    assert commit.removed == (old.path,)
+    graceless_warehouse.write(INSTRUMENTS, "crypto", instruments_frame("crypto", "ETH"))
+    expiry = graceless_warehouse.expire(ONLY_CURRENT, now=time.time() + 1)
+    relative = _relative(graceless_warehouse, old.path)
+    assert expiry.removed == tuple(sorted([relative, record_path(old.version)]))
+    assert expiry.freed_bytes > 0
+
+
+def _relative(warehouse: Warehouse, path: Path) -> str:
+    return str(path.relative_to(warehouse.root))
 
 
 def _write_partitions(root: str, writer: int, count: int) -> None:
