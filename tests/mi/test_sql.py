@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner, Result
 
 from mi.cli import main
-from pipelines.catalog import INSTRUMENTS, TABLES
+from pipelines.catalog import INSTRUMENTS, TABLES, read_manifest
 from pipelines.warehouse.store import Warehouse
 from tests.pipelines.warehouse.conftest import instruments_frame
 
@@ -89,3 +90,38 @@ def test_tables_lists_every_table_and_column(tmp_path: Path) -> None:
         assert f"{table.name}: {table.description}" in result.output
         for column in table.columns:
             assert f"  {column.name} " in result.output
+
+
+def test_as_of_queries_a_past_version_by_id_and_by_instant(data_dir: Path) -> None:
+    """Rule: `mi sql --as-of` reads the retained version an id or instant names (as the API's
+    `as_of` does), after later commits have replaced its files."""
+    manifest = read_manifest(data_dir / "warehouse")
+    assert manifest is not None
+    first = manifest.log[0]  # crypto only
+    Warehouse(data_dir / "warehouse").write(
+        INSTRUMENTS, "crypto", instruments_frame("crypto", "SOL")
+    )
+    symbols = "select string_agg(symbol, ' ' order by symbol) as s from instruments"
+    assert _sql(data_dir, "--format", "csv", symbols).output.splitlines() == ["s", "EURUSD SOL"]
+    by_id = _sql(data_dir, "--format", "csv", "--as-of", str(first.version), symbols)
+    assert by_id.output.splitlines() == ["s", "BTC ETH"], by_id.output  # no forex yet
+    instant = first.published.replace("+00:00", "Z")
+    by_instant = _sql(data_dir, "--format", "csv", "--as-of", instant, symbols)
+    assert by_instant.output.splitlines() == ["s", "BTC ETH"]
+    before = _sql(data_dir, "--as-of", "2001-01-01T00:00:00Z", symbols)
+    assert before.exit_code == 2  # a user error, as a bad query is
+    assert "oldest" in before.output
+    malformed = _sql(data_dir, "--as-of", "yesterday", symbols)
+    assert malformed.exit_code == 2
+    assert "--as-of" in malformed.output
+
+
+def test_views_file_holds_one_past_versions_views(data_dir: Path) -> None:
+    manifest = read_manifest(data_dir / "warehouse")
+    assert manifest is not None
+    first = manifest.log[0]
+    target = data_dir / "then.duckdb"
+    made = _sql(data_dir, "--as-of", str(first.version), "--views-file", str(target))
+    assert made.exit_code == 0, made.output
+    with duckdb.connect(str(target), read_only=True) as con:
+        assert con.sql("select symbol from instruments order by 1").fetchall() == [("BTC",), ("ETH",)]  # fmt: skip
