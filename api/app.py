@@ -27,6 +27,7 @@ from api.routes import V2_CONTROLLERS
 from api.routes.common import prepare_snapshot
 from api.routes.llms import LlmsController
 from api.routes.system import SystemController
+from api.routes.versions import VersionsController
 from api.settings import ApiSettings, load_settings
 from api.warehouse import DuckDBWarehouseReader, WarehouseReader
 from api.warehouse.files import FileCache
@@ -62,7 +63,13 @@ def create_app(
         return reader.running()
 
     return Litestar(
-        route_handlers=[SystemController, *V2_CONTROLLERS, LlmsController, assets_router()],
+        route_handlers=[
+            SystemController,
+            VersionsController,
+            *V2_CONTROLLERS,
+            LlmsController,
+            assets_router(),
+        ],
         dependencies={
             "settings": constant(settings),
             "health": constant(health),

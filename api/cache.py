@@ -35,15 +35,24 @@ class Encoded:
     body: bytes
     etag: str
     points: int | None = None
+    source: RawHeaders = ()
+    """Where the body comes from: `x-data-version` and `x-data-published` (`source_headers`)."""
     headers: RawHeaders = field(init=False, repr=False)
     not_modified_headers: RawHeaders = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        common = ((b"etag", self.etag.encode("latin-1")), (b"cache-control", b"no-cache"))
+        etag = (b"etag", self.etag.encode("latin-1"))
+        common = (etag, (b"cache-control", b"no-cache"), *self.source)
         length = str(len(self.body)).encode("latin-1")
         ok = (*common, (b"content-type", b"application/json"), (b"content-length", length))
         object.__setattr__(self, "not_modified_headers", common)
         object.__setattr__(self, "headers", ok)
+
+
+def source_headers(version: int, published: str) -> RawHeaders:
+    """The headers every 200 and 304 of a data route carries: which version answered, and when it
+    was published (decisions.md, "Point in time")."""
+    return ((b"x-data-version", str(version).encode()), (b"x-data-published", published.encode()))
 
 
 def size_of(key: object) -> int:

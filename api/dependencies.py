@@ -8,13 +8,17 @@ took for the request. The dependencies below remain for `/api/v1/status` and for
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar, cast
 
+import anyio.to_thread
 from litestar import Request, Response
 from litestar.di import Provide
 
-from api.params import CRYPTO_ONLY, NON_CRYPTO, route_market
+from api.as_of import as_of_target, version_as_of
+from api.params import AS_OF, CRYPTO_ONLY, NON_CRYPTO, route_market
 from api.request_values import RequestValues
 from api.responses import cached_hit
 from api.settings import ApiSettings
@@ -25,6 +29,8 @@ T = TypeVar("T")
 
 SERVING_STATE = "mi_serving"
 """`app.state` key of the app's `Serving`."""
+AS_OF_SCOPE = "mi.as_of"
+"""Scope key of the instant a request's `as_of` names (absent: now, or a version id)."""
 SNAPSHOT_SCOPE = "mi.snapshot"
 """Scope key of the snapshot a /api/v2 request reads (taken once, before its parameters are read)."""
 
@@ -85,18 +91,49 @@ def serving_of(request: Request[Any, Any, Any]) -> Serving:
 
 
 async def take_snapshot(request: Request[Any, Any, Any]) -> Response[Any] | None:
-    """`before_request` of every /api/v2 controller: the request's one snapshot, taken before
-    Litestar reads its parameters (503 before the first materialization, whatever the parameters),
-    then the answer to this exact request if it already answered 200 on this data version
-    (`api.responses.cached_hit`: the handler is skipped), else the 422 of a repeated or unknown
-    query parameter (`RequestValues.check`; a request that answered 200 had none).
-    Async: Litestar runs a sync hook in a worker thread."""
-    snapshot = current_snapshot(serving_of(request).reader)
+    """`before_request` of every data controller: the request's one snapshot, taken before
+    Litestar reads its parameters (503 before the first materialization, whatever the parameters;
+    the retained version `as_of` names, if given), then the answer to this exact request if it
+    already answered 200 on this data version (`api.responses.cached_hit`: the handler is
+    skipped), else the 422 of a repeated or unknown query parameter (`RequestValues.check`; a
+    request that answered 200 had none). Async: Litestar runs a sync hook in a worker thread."""
+    reader = serving_of(request).reader
+    snapshot = current_snapshot(reader)
+    if b"as_of" in request.scope["query_string"]:
+        snapshot = await snapshot_as_of(request, reader, snapshot)
     cast("dict[str, Any]", request.scope)[SNAPSHOT_SCOPE] = snapshot
     hit = cached_hit(request, snapshot)
     if hit is None:
         RequestValues.of(request.scope).check()
     return hit
+
+
+async def snapshot_as_of(
+    request: Request[Any, Any, Any], reader: WarehouseReader, current: WarehouseSnapshot
+) -> WarehouseSnapshot:
+    """The snapshot of the version `as_of` names (422 malformed, 404 before the oldest retained);
+    a past version not open yet is opened in a worker thread."""
+    raw = RequestValues.of(request.scope).text(AS_OF)
+    if raw is None:
+        return current
+    target = as_of_target(raw)
+    if isinstance(target, datetime):
+        cast("dict[str, Any]", request.scope)[AS_OF_SCOPE] = target
+    version = version_as_of(current, target).version
+    if version == current.version:
+        return current
+    opened = reader.past(version)
+    if opened is None:
+        opened = await anyio.to_thread.run_sync(reader.open_past, version)
+    return opened
+
+
+def request_instant_ms(request: Request[Any, Any, Any]) -> int:
+    """The instant a request asks about, epoch ms: its `as_of` instant, else now (the clock of
+    search-briefs' 24-hour window)."""
+    instant = cast("dict[str, Any]", request.scope).get(AS_OF_SCOPE)
+    now = time.time()
+    return int(min(now, instant.timestamp()) * 1000) if instant is not None else int(now * 1000)
 
 
 def request_snapshot(request: Request[Any, Any, Any]) -> WarehouseSnapshot:

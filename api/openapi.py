@@ -30,7 +30,7 @@ from litestar.routes import HTTPRoute
 from api.export import DATASETS, FORMATS
 from api.metering.config import MeteringConfig, RowsCost, ScaledCost, cost_text
 from api.operation_docs import OPERATIONS, TAGS, operation_id
-from api.params import SCALED_BY, QueryParameterDeclaration
+from api.params import AS_OF, POINT_IN_TIME, SCALED_BY, QueryParameterDeclaration
 from api.request_limits import MAX_HEADER_BYTES, MAX_TARGET_BYTES
 from api.schemas import WIRE_TYPES, ErrorBody, PipelineErrorBody, TokenLimitErrorBody
 from pipelines.catalog import MARKETS, STRATEGIES
@@ -151,7 +151,11 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
         name: str | None = handler.opt.get("operation")
         _name_operation(operation, name or handler.handler_name)
         _add_example(operation, examples)
-        _add_query_parameters(operation, handler.opt.get("query", ()))
+        declared = handler.opt.get("query", ())
+        if handler.opt.get(POINT_IN_TIME):
+            declared = (*declared, AS_OF)
+            _add_as_of_failures(operation)
+        _add_query_parameters(operation, declared)
         _describe_parameters(operation, name)
         _drop_framework_400(operation)
         operation["responses"].update(_head_limits())
@@ -266,6 +270,28 @@ def _drop_framework_400(operation: Document) -> None:
         del operation["responses"]["400"]
 
 
+SOURCE_HEADERS: Document = {
+    "x-data-version": {
+        "description": "the data version that answered (an `as_of` value gets this answer again)",
+        "schema": {"type": "string"},
+        "required": True,
+    },
+    "x-data-published": {
+        "description": "when that version was published, RFC 3339 UTC",
+        "schema": {"type": "string", "format": "date-time"},
+        "required": True,
+    },
+}
+
+
+def _add_as_of_failures(operation: Document) -> None:
+    """What `as_of` adds to a data route's failures: 422 malformed, 404 before the oldest retained."""
+    responses = operation["responses"]
+    error = _json(_ref("ErrorBody"))
+    responses.setdefault("404", {"description": "Not Found", **error})
+    responses.setdefault("422", {"description": "Unprocessable Content", **error})
+
+
 def _add_answers(operation: Document, path: str, name: str) -> None:
     """What every /api/v2 answer carries (ETag and its 304) and the files of file operations."""
     responses = operation["responses"]
@@ -273,10 +299,13 @@ def _add_answers(operation: Document, path: str, name: str) -> None:
         responses["304"] = {
             "description": "Not Modified: If-None-Match held the current ETag; no body, free",
         }
-        responses["200"].setdefault("headers", {})["ETag"] = {
+        headers = responses["200"].setdefault("headers", {})
+        headers["ETag"] = {
             "description": "the data version and the normalized request",
             "schema": {"type": "string"},
         }
+        headers |= SOURCE_HEADERS
+        responses["304"]["headers"] = dict(SOURCE_HEADERS)
     if name in FILE_OPERATIONS:
         binary = {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}
         responses["200"]["content"] = {fmt.media_type: binary for fmt in FORMATS.values()}

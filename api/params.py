@@ -328,6 +328,29 @@ STRATEGY_CHOICE = Text(
     default="aggressive",
     schema_extra={"enum": list(STRATEGIES)},
 )
+VERSIONS_LIMIT = Bounds("limit", default=50, low=1, high=500, meaning="most versions returned")
+VERSIONS_FROM = Text(
+    "from", "the earliest publish instant listed: RFC 3339, or a day YYYY-MM-DD (its start)"
+)
+VERSIONS_TO = Text(
+    "to", "the latest publish instant listed: RFC 3339, or a day YYYY-MM-DD (its end)"
+)
+AS_OF = Text(
+    "as_of",
+    "answer as the API did then: an RFC 3339 instant (with Z or an offset) or a data version id "
+    "as sent in x-data-version; the retained version current at that instant answers, with the "
+    "body and ETag served then (an instant before the oldest retained version answers 404, one in "
+    "the future means now)",
+    schema_extra={
+        "anyOf": [
+            {"type": "string", "format": "date-time"},
+            {"type": "string", "pattern": "^[0-9]{1,19}$"},
+        ]
+    },
+)
+"""Every data route takes it (its controller's `opt["point_in_time"]`); decisions.md, Point in time."""
+POINT_IN_TIME = "point_in_time"
+"""The `opt` key of the controllers whose routes take `as_of` (every data route)."""
 MIN_SCORE = Number("min_score", "the lowest score (0 to 5) a recommendation may have", 3.5)
 
 SCALED_BY: dict[str, Bounds[Any]] = {

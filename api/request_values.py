@@ -20,6 +20,8 @@ from litestar.types import Scope
 
 from api.errors import InvalidParameter
 from api.params import (
+    AS_OF,
+    POINT_IN_TIME,
     Bounds,
     Default,
     Number,
@@ -64,8 +66,13 @@ class RequestValues:
     @classmethod
     def read(cls, scope: Scope) -> RequestValues:
         handler = scope.get("route_handler")
-        declared = handler.opt.get("query", _NO_DECLARATIONS) if handler is not None else ()
-        query, problem = split_query(scope.get("query_string", b""), declared)
+        raw = scope.get("query_string", b"")
+        declared = _NO_DECLARATIONS
+        if handler is not None and raw:
+            declared = handler.opt.get("query", _NO_DECLARATIONS)
+            if handler.opt.get(POINT_IN_TIME):  # every data route also takes `as_of`
+                declared = (*declared, AS_OF)
+        query, problem = split_query(raw, declared)
         return cls(query, scope.get("path_params") or _NO_PATH, problem)
 
     def check(self) -> None:

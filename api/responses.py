@@ -22,7 +22,7 @@ from litestar import MediaType, Request, Response
 from litestar.datastructures import Cookie, MutableScopeHeaders
 from litestar.response.base import ASGIResponse
 
-from api.cache import Encoded, RawHeaders, cache_for
+from api.cache import Encoded, RawHeaders, cache_for, source_headers
 from api.metering import report_points
 from api.schemas import Wire
 from api.warehouse import WarehouseSnapshot
@@ -34,12 +34,19 @@ Key = tuple[object, ...]
 HitKey = tuple[object, ...]
 
 NOT_MODIFIED = 304
+_OWN_HEADERS = frozenset({b"content-type", b"content-length"})
+"""Headers Litestar's own path sets from the response itself."""
 
 
 def etag_for(version: int, key: Key) -> str:
     """Strong ETag: the data version and a hash of the route and its normalized parameters."""
     digest = hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
     return f'"v{version}-{digest}"'
+
+
+def source_of(snapshot: WarehouseSnapshot) -> RawHeaders:
+    """`x-data-version` and `x-data-published` of the snapshot (built with each cache entry)."""
+    return source_headers(snapshot.version, snapshot.published)
 
 
 def _matches(if_none_match: str | None, etag: str) -> bool:
@@ -112,8 +119,9 @@ class BytesResponse(Response[bytes]):
         plain = not (background or cookies or headers or kwargs.get("encoded_headers"))
         if app is None and plain and not kwargs.get("is_head_response"):
             return _BytesASGIResponse(self.content, self.status_code or 200, self._raw_headers)
-        for name, value in self._raw_headers[:2]:  # ETag, Cache-Control
-            self.headers[name.decode("latin-1")] = value.decode("latin-1")
+        for name, value in self._raw_headers:  # ETag, Cache-Control, the data version's
+            if name not in _OWN_HEADERS:
+                self.headers[name.decode("latin-1")] = value.decode("latin-1")
         return super().to_asgi_response(
             app, request, background=background, cookies=cookies, headers=headers, **kwargs
         )
@@ -163,7 +171,8 @@ async def serve(
     if entry is None:
         body = await build()
         counted = points(body) if points is not None else None
-        entry = Encoded(_encode(body), etag_for(snapshot.version, key), counted)
+        etag = etag_for(snapshot.version, key)
+        entry = Encoded(_encode(body), etag, counted, source_of(snapshot))
         cache.put(key, entry)
     if remember:
         cache.remember(hit_key(request), key)

@@ -23,8 +23,9 @@ from api.export import (
 from api.metering import charge_rows
 from api.params import Text, day_param, day_range
 from api.request_values import RequestValues
-from api.responses import NOT_MODIFIED, etag_for, not_modified
+from api.responses import NOT_MODIFIED, etag_for, not_modified, source_of
 from api.routes.common import (
+    DATA_ROUTES,
     instrument_index,
     market_of,
     request_snapshot,
@@ -91,6 +92,7 @@ class BulkController(Controller):
     path = "/api/v2/{market:str}/bulk"
     tags = ["bulk"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/{dataset:str}",
@@ -116,6 +118,7 @@ class BulkController(Controller):
         require_tables(snapshot, found.table.name)
         etag = etag_for(snapshot.version, ("bulk-export", found.name, chosen.name, selection))
         headers = {"ETag": etag, "Cache-Control": "no-cache"}
+        headers |= {k.decode(): v.decode() for k, v in source_of(snapshot)}
         if not_modified(request, etag):
             return Response(b"", status_code=NOT_MODIFIED, headers=headers)
         # Counted on the snapshot the file is read from: the exact rows, charged before a byte.

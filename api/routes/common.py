@@ -11,9 +11,11 @@ from litestar import Controller, Request
 
 from api.cache import cache_for
 from api.dependencies import market_segment, serving_of
+from api.dependencies import request_instant_ms as request_instant_ms  # for the controllers
 from api.dependencies import request_snapshot as request_snapshot  # for the controllers
 from api.dependencies import take_snapshot as take_snapshot
 from api.errors import DependencyUnavailable, NotFound
+from api.params import POINT_IN_TIME
 from api.queries import Row as Row  # for the controllers
 from api.queries.instruments import instrument_list
 from api.schemas import Instrument, Wire
@@ -25,6 +27,8 @@ InstrumentIndex = dict[str, dict[str, Instrument]]
 """market -> upper-case symbol -> Instrument, built once per data version."""
 
 TABLE_RETRY_SECONDS = 60
+DATA_ROUTES: dict[str, Any] = {POINT_IN_TIME: True}
+"""The `opt` of every data controller: its routes take `as_of` (`api.params.AS_OF`)."""
 
 
 def mounted(*controllers: type[Controller]) -> list[type[Controller]]:

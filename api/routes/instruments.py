@@ -13,6 +13,7 @@ from api.queries import instruments as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
+    DATA_ROUTES,
     instrument,
     instrument_index,
     instrument_served,
@@ -49,6 +50,7 @@ class InstrumentsController(Controller):
     path = "/api/v2/{market:str}/instruments"
     tags = ["instruments"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/list-symbols",

@@ -13,6 +13,7 @@ from api.queries import legacy as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
+    DATA_ROUTES,
     instrument_served,
     iso_date,
     request_snapshot,
@@ -35,6 +36,7 @@ class LegacyController(Controller):
     path = "/api/v2"
     tags = ["legacy"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/market/trends/{coin:str}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from litestar import Controller, Request, Response, get
@@ -15,10 +14,12 @@ from api.queries import newsroom as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
+    DATA_ROUTES,
     Row,
     instrument_served,
     iso_date,
     market_of,
+    request_instant_ms,
     request_snapshot,
     require_tables,
     take_snapshot,
@@ -47,6 +48,7 @@ class NewsroomController(Controller):
     path = "/api/v2/{market:str}/newsroom"
     tags = ["newsroom"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/get-article/{article_id:str}",
@@ -107,7 +109,7 @@ class NewsroomController(Controller):
         values = RequestValues.of(request.scope)
         limit, words = values.integer(SEARCH_LIMIT), keyword_list(values.text(KEYWORDS))
         found = await instrument_served(snapshot, market, symbol, "briefs")
-        now = int(time.time() * 1000) // WINDOW_STEP_MS * WINDOW_STEP_MS
+        now = request_instant_ms(request) // WINDOW_STEP_MS * WINDOW_STEP_MS
 
         async def build() -> BriefList:
             since, until = now - DAY_MS, now + WINDOW_STEP_MS
@@ -126,6 +128,7 @@ class CryptoNewsroomController(Controller):
     path = "/api/v2/crypto/newsroom"
     tags = ["newsroom"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/get-instrument-analysis/{symbol:str}",

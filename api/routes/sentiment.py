@@ -13,6 +13,7 @@ from api.queries import sentiment as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
+    DATA_ROUTES,
     instrument_served,
     iso_date,
     market_of,
@@ -29,6 +30,7 @@ class SentimentController(Controller):
     path = "/api/v2/{market:str}/sentiment"
     tags = ["sentiment"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/get-sentiment-history/{symbol:str}",

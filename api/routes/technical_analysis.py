@@ -13,6 +13,7 @@ from api.queries import technical_analysis as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
+    DATA_ROUTES,
     Row,
     instrument_served,
     iso_date,
@@ -91,6 +92,7 @@ class TechnicalAnalysisController(Controller):
     path = "/api/v2/{market:str}/technical-analysis"
     tags = ["technical-analysis"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/get-price-history/{symbol:str}",

@@ -27,6 +27,7 @@ from api.queries import trades as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
+    DATA_ROUTES,
     Row,
     instrument_served,
     iso_date,
@@ -94,6 +95,7 @@ class CryptoTradesController(Controller):
     path = "/api/v2/crypto/trades"
     tags = ["trades"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/get-backtest-history/{symbol:str}/{strategy:str}",
@@ -267,6 +269,7 @@ class MarketTradesController(Controller):
     path = "/api/v2/{market:str}/trades"
     tags = ["trades"]  # noqa: RUF012 (Litestar reads this class attribute)
     before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
 
     @get(
         "/get-current-trend/{symbol:str}",

@@ -39,7 +39,7 @@ from api.schemas.market import (
     TrendPoint,
     TrendSegments,
 )
-from api.schemas.system import Check, CheckStatus, Ping, SystemStatus
+from api.schemas.system import Check, CheckStatus, DataVersion, Ping, SystemStatus, VersionList
 
 __all__ = [
     "BacktestSummary",
@@ -50,6 +50,7 @@ __all__ = [
     "CheckStatus",
     "CurrentAction",
     "CurrentTrend",
+    "DataVersion",
     "ErrorBody",
     "FibonacciRetracement",
     "IndicatorValues",
@@ -84,6 +85,7 @@ __all__ = [
     "TrendHistory",
     "TrendPoint",
     "TrendSegments",
+    "VersionList",
     "Wire",
 ]
 

@@ -37,3 +37,21 @@ class SystemStatus(Wire, frozen=True):
     """The server's clock, RFC 3339."""
     checks: dict[str, Check]
     """One check per backing datastore, by name."""
+
+
+class DataVersion(Wire, frozen=True):
+    """One retained data version."""
+
+    version: str
+    """Its id, as `x-data-version` carries it and `as_of` takes it."""
+    published: str
+    """When it was published, RFC 3339 UTC."""
+    changed: dict[str, list[str]]
+    """market -> the tables this version changed."""
+
+
+class VersionList(Wire, frozen=True):
+    """Retained data versions, newest first."""
+
+    versions: list[DataVersion]
+    """Newest first."""

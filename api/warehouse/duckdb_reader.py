@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from api.warehouse.files import FileCache, InPlaceFiles, LocalFile, VersionFiles
 from api.warehouse.reader import QueryParams, WarehouseUnavailable
 from pipelines.catalog import TABLES, LocalStorage, Manifest, WarehouseStorage
 from pipelines.catalog.sql import quote_identifier, quote_literal, view_sql
+from pipelines.catalog.versions import read_record, rfc3339
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +173,10 @@ class DuckDBSnapshot:
     def version(self) -> int:
         return self._manifest.version
 
+    @property
+    def published(self) -> str:
+        return rfc3339(self._manifest.updated_at)
+
     def query(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
         return self._cursor().sql(sql, params=params).pl()
 
@@ -209,6 +216,13 @@ class DuckDBSnapshot:
         return cursor
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def served_files(manifest: Manifest) -> list[str]:
     """The files of the catalog's tables in `manifest` (the pipeline's internal state tables are
     never served, so never fetched)."""
@@ -246,6 +260,18 @@ class VersionLoad:
     fetched_bytes: int
 
 
+PAST_VERSIONS = 4
+"""Past versions (`as_of`) a worker keeps open at once, least recently used closed first."""
+PAST_VERSION_BYTES = 2 << 30
+"""Bytes of Parquet the open past versions may name together (one version always stays open)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Past:
+    snapshot: DuckDBSnapshot
+    bytes: int
+
+
 class DuckDBWarehouseReader:
     """Watches the manifest and swaps immutable snapshots; requests never touch the manifest.
 
@@ -265,6 +291,8 @@ class DuckDBWarehouseReader:
         retry_seconds: float = 30.0,
         files: VersionFiles | None = None,
         prepare: Callable[[DuckDBSnapshot], None] | None = None,
+        past_versions: int = PAST_VERSIONS,
+        past_version_bytes: int = PAST_VERSION_BYTES,
     ) -> None:
         """`files`: where an object-storage warehouse's files are cached (default: a temporary
         directory of its own, removed on `close`); a local warehouse is always read in place.
@@ -293,9 +321,65 @@ class DuckDBWarehouseReader:
         self._failed_at = 0.0
         self._seen: str | None = ""
         self._refresh_lock = threading.Lock()
+        self._past: OrderedDict[int, _Past] = OrderedDict()
+        self._past_lock = threading.Lock()
+        self._past_limits = (past_versions, past_version_bytes)
+        self._changes: dict[int, dict[str, list[str]]] = {}
 
     def current(self) -> DuckDBSnapshot | None:
         return self._snapshot
+
+    def past(self, version: int) -> DuckDBSnapshot | None:
+        """A past version already open (no I/O: safe on the event loop), else None."""
+        with self._past_lock:
+            held = self._past.get(version)
+            if held is not None:
+                self._past.move_to_end(version)
+        return None if held is None else held.snapshot
+
+    def open_past(self, version: int) -> DuckDBSnapshot:
+        """Open a retained past version from its record (blocking: run it in a worker thread);
+        the least recently used past versions beyond the bounds are closed."""
+        found = self.past(version)
+        if found is not None:
+            return found
+        record = read_record(self.storage, version)
+        if record is None:
+            raise WarehouseUnavailable(f"data version {version} has no record in the warehouse")
+        with self._refresh_lock:  # the file cache and the database, one opener at a time
+            try:
+                localized = self.files.localize(served_files(record.manifest))
+            except (OSError, pa.ArrowException) as exc:
+                raise WarehouseUnavailable(
+                    f"data version {version}: cannot read {self.storage.url}: {exc}"
+                ) from exc
+            snapshot = DuckDBSnapshot.open(record.manifest, localized.files, self._database)
+        size = sum(_size(local.path) for local in localized.files.values())
+        with self._past_lock:
+            held = self._past.setdefault(version, _Past(snapshot, size))
+            self._past.move_to_end(version)
+            self._live.add(held.snapshot)
+            self._evict_past()
+        return held.snapshot
+
+    def changes(self, version: int) -> dict[str, list[str]]:
+        """What a retained version changed (market -> tables), from its record, remembered."""
+        found = self._changes.get(version)
+        if found is None:
+            record = read_record(self.storage, version)
+            found = {} if record is None else record.changed
+            if len(self._changes) >= 4096:
+                self._changes.clear()
+            self._changes[version] = found
+        return found
+
+    def _evict_past(self) -> None:
+        count, most_bytes = self._past_limits
+        while len(self._past) > 1 and (
+            len(self._past) > count or sum(p.bytes for p in self._past.values()) > most_bytes
+        ):
+            # Dropped, not closed: a request still reading it keeps it (and its schema) alive.
+            self._past.popitem(last=False)
 
     @property
     def data_version(self) -> int | None:
@@ -363,6 +447,10 @@ class DuckDBWarehouseReader:
         snapshot, self._snapshot = self._snapshot, None
         if snapshot is not None:
             snapshot.close()
+        with self._past_lock:
+            for held in self._past.values():
+                held.snapshot.close()
+            self._past.clear()
         self._database.close()
         self.files.close()
 

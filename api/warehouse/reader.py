@@ -32,6 +32,11 @@ class WarehouseSnapshot(Protocol):
         """The data version: changes whenever any table changes; the basis of ETags and caches."""
         ...
 
+    @property
+    def published(self) -> str:
+        """When this version was committed, RFC 3339 in UTC (`x-data-published`)."""
+        ...
+
     def query(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
         """Run SQL over the snapshot's table views (blocking: call it off the event loop)."""
         ...
@@ -65,6 +70,18 @@ class WarehouseReader(Protocol):
 
     @property
     def data_version(self) -> int | None: ...
+
+    def past(self, version: int) -> WarehouseSnapshot | None:
+        """A retained past version already open (no I/O: safe on the event loop), else None."""
+        ...
+
+    def open_past(self, version: int) -> WarehouseSnapshot:
+        """Open a retained past version (blocking; the reader keeps a bounded set open)."""
+        ...
+
+    def changes(self, version: int) -> Mapping[str, list[str]]:
+        """What a retained version changed: market -> the tables whose files it replaced."""
+        ...
 
     def refresh(self) -> bool:
         """Load the manifest if it changed since the last look; True when a new snapshot was swapped in."""

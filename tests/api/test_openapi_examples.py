@@ -22,8 +22,9 @@ from tests.served import ServedApi
 pytestmark = pytest.mark.slow
 
 
-VOLATILE = frozenset({"time", "latency_ms", "last_updated"})
-"""Fields that say when the answer was made (the clock, a latency, a run's time), not the data."""
+VOLATILE = frozenset({"time", "latency_ms", "last_updated", "version", "published"})
+"""Fields that say when the answer was made (the clock, a latency, a run's time, the data
+version's id and publish time), not the data."""
 
 
 def _stable(value: Any) -> Any:

@@ -39,8 +39,8 @@ SPEC_PATHS = {
     "/api/v2/sentiment/sentiment/{coin}/{days}",
 }
 """Every path of the spec (legacy <COIN>/<DAYS> written as parameters)."""
-DECISION_PATHS = {"/api/v2/{market}/bulk/{dataset}"}
-"""Paths decisions.md adds beyond the spec (bulk export: files, not JSON)."""
+DECISION_PATHS = {"/api/v2/{market}/bulk/{dataset}", "/api/v1/versions"}
+"""Paths decisions.md adds beyond the spec (bulk export: files, not JSON; the version log)."""
 
 SPEC_FIELDS = {
     "Instrument": {"name", "symbol", "logo"},

@@ -239,3 +239,39 @@ def test_a_new_version_builds_views_only_for_the_tables_whose_files_changed(
     assert len(fileset_views(reader)) == len(TABLES) + 1
     assert closes(reader.current()) == [3.0]
     reader.close()
+
+
+def test_past_versions_open_on_demand_and_at_most_the_bound_stay_open(
+    settings: ApiSettings,
+) -> None:
+    """Rule (issue 50): the reader opens a retained past version from its record and keeps a
+    bounded set open, least recently used closed first; the current one is untouched."""
+    warehouse = Warehouse(settings.warehouse_dir)
+    versions = [
+        warehouse.write(DAILY_PRICES, "crypto", price_frame([float(n)] * 3)).version
+        for n in range(1, 6)
+    ]
+    reader = DuckDBWarehouseReader(settings.warehouse_dir, past_versions=2)
+    reader.refresh()
+    assert closes(reader.current()) == [5.0] * 3
+    assert reader.past(versions[0]) is None  # nothing opened yet: no I/O on the event loop
+    for number, version in enumerate(versions[:4], start=1):
+        assert closes(reader.open_past(version)) == [float(number)] * 3
+    assert reader.past(versions[0]) is None  # evicted: two stay open
+    assert reader.past(versions[1]) is None
+    held = reader.past(versions[2])
+    assert held is not None
+    assert reader.past(versions[3]) is not None
+    assert held.version == versions[2]
+    assert held.published.endswith("Z")
+    assert reader.changes(versions[2]) == {"crypto": ["daily_prices"]}
+    assert closes(reader.current()) == [5.0] * 3
+    reader.close()
+
+
+def test_a_past_version_without_a_record_is_unavailable(settings: ApiSettings) -> None:
+    warehouse = Warehouse(settings.warehouse_dir)
+    warehouse.write(DAILY_PRICES, "crypto", price_frame([1.0]))
+    reader = DuckDBWarehouseReader(settings.warehouse_dir)
+    with pytest.raises(WarehouseUnavailable, match="no record"):
+        reader.open_past(12345)
