@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from market_intelligence import (
     TradeList,
     TrendHistory,
     TrendSegments,
+    VersionList,
 )
 
 from pipelines.catalog import read_manifest
@@ -54,6 +56,7 @@ ARTICLE = "<article>"
 ROUTES: list[tuple[str, str, tuple[Any, ...], dict[str, Any], type[Resource]]] = [
     ("/api/v1/ping", "ping", (), {}, Ping),
     ("/api/v1/status", "status", (), {}, SystemStatus),
+    ("/api/v1/versions", "list_versions", (), {"limit": 2}, VersionList),
     ("/api/v2/{market}/instruments/list-symbols", "list_symbols", ("stocks",), {"limit": 2}, SymbolList),
     ("/api/v2/{market}/instruments/get-detail/{symbol}", "get_detail", ("crypto", "eth"), {}, Instrument),
     ("/api/v2/{market}/instruments/search-instruments/{term}", "search_instruments", ("crypto", "bit"), {}, InstrumentSearch),
@@ -83,6 +86,8 @@ FILES = {"/api/v2/{market}/bulk/{dataset}": "bulk_export"}
 """Routes that answer files, not resources: template -> the SDK method that saves them."""
 PUBLIC = {"/api/v1/status"}
 """Routes that carry no balance headers (no token accounting)."""
+FREE = {"/api/v1/versions"}
+"""Metered routes that cost 0 tokens with a key."""
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -133,7 +138,7 @@ def test_every_method_decodes_its_route_into_the_spec_resource_and_reads_the_bal
     if template not in PUBLIC:
         assert client.balance is not None
         assert client.balance.cost == int(sent.response_headers["x-tokens-cost"])
-        assert client.balance.cost >= 1
+        assert (client.balance.cost == 0) if template in FREE else (client.balance.cost >= 1)
 
 
 def test_the_async_client_answers_every_route_as_the_sync_one(
@@ -314,10 +319,35 @@ def test_the_client_reads_its_key_and_address_from_the_environment(
 
 def test_the_async_client_offers_every_method_of_the_sync_one_as_a_coroutine() -> None:
     """Every route method of Client exists on AsyncClient as a coroutine function (iterators as
-    async iterators; `close` is `aclose`)."""
-    state = {"balance", "base_url", "revalidated"}
+    async iterators; `close` is `aclose`; `at` makes a client, it sends nothing)."""
+    state = {"balance", "base_url", "revalidated", "data_version", "data_published", "as_of", "at"}
     methods = {name for name in dir(Client) if not name.startswith("_")} - state - {"close"}
     for name in methods:
         method = getattr(AsyncClient, name)
         assert asyncio.iscoroutinefunction(method) or name.startswith("iter_"), name
     assert asyncio.iscoroutinefunction(AsyncClient.aclose)
+
+
+def test_at_answers_every_data_route_as_of_a_version_and_says_which(
+    client: Client, recorder: Recorder
+) -> None:
+    """`Client.at` sends `as_of` on every data route (not on the version log); each client says
+    which data version answered it last."""
+    now = client.get_price_history("crypto", "BTC", limit=3)
+    version = client.data_version
+    assert version is not None
+    assert client.data_published is not None
+    assert client.data_published.endswith("Z")
+    past = client.at(version)
+    assert past.as_of == version
+    assert past.get_price_history("crypto", "BTC", limit=3) == now
+    assert f"as_of={version}" in recorder.exchanges[-1].query
+    assert past.data_version == version
+    listed = past.list_versions(limit=1)
+    assert "as_of" not in recorder.exchanges[-1].query
+    assert listed.versions[0].version == version
+    instant = past.at(datetime(2999, 1, 1, tzinfo=UTC))  # the future: now
+    assert instant.get_price_history("crypto", "BTC", limit=3) == now
+    assert "as_of=2999-01-01T00%3A00%3A00Z" in recorder.exchanges[-1].query
+    past.close()
+    assert client.ping().text == "pong"  # the shared connection stays open

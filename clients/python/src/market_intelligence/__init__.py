@@ -27,6 +27,7 @@ from market_intelligence.models import (
     CurrentAction,
     CurrentTrend,
     Dataset,
+    DataVersion,
     FileFormat,
     Indicators,
     Instrument,
@@ -54,6 +55,7 @@ from market_intelligence.models import (
     TrendHistory,
     TrendPoint,
     TrendSegments,
+    VersionList,
 )
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "Client",
     "CurrentAction",
     "CurrentTrend",
+    "DataVersion",
     "Dataset",
     "FileFormat",
     "Indicators",
@@ -108,5 +111,6 @@ __all__ = [
     "TrendSegments",
     "Unauthorized",
     "Unavailable",
+    "VersionList",
     "parse_retry_after",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections import OrderedDict
@@ -108,10 +109,34 @@ class Core:
         self.cache = EtagCache(cache_size)
         self.balance: Balance | None = None
         self.revalidated = False
+        self.as_of: str | None = None
+        """Every data request carries it (`Client.at`): the API answers as it did then."""
+        self.data_version: str | None = None
+        self.data_published: str | None = None
         self._decoders: dict[type[Resource], msgspec.json.Decoder[Any]] = {}
 
     def url(self, call: Call[R]) -> str:
         return self.base_url + call.path
+
+    def params(self, call: Call[R]) -> dict[str, str | int | float]:
+        """The call's query, with this client's `as_of` on a data route."""
+        if self.as_of is None or not call.data:
+            return call.query
+        return {**call.query, "as_of": self.as_of}
+
+    def at(self, as_of: str) -> Core:
+        """The same settings and key answering `as_of`, with a cache and state of its own."""
+        past = copy.copy(self)
+        past.cache = EtagCache(self.cache.size)
+        past.as_of = as_of
+        past.balance, past.revalidated, past.data_version, past.data_published = (None, False, None, None)  # fmt: skip
+        return past
+
+    def note_source(self, headers: httpx.Headers) -> None:
+        """Remember which data version answered (`x-data-version`, `x-data-published`)."""
+        version = headers.get("x-data-version")
+        if version is not None:
+            self.data_version, self.data_published = version, headers.get("x-data-published")
 
     def headers(self, call: Call[R]) -> dict[str, str]:
         """The request's headers; MissingApiKey, before anything is sent, for a metered route
@@ -132,6 +157,7 @@ class Core:
         Remembers the response's balance headers as the client's last balance.
         """
         self.balance = balance_of(response.headers) or self.balance
+        self.note_source(response.headers)
         self.revalidated = response.status_code == NOT_MODIFIED
         cached = self.cache.get(call.key)
         if self.revalidated and cached is not None:
@@ -145,6 +171,10 @@ class Core:
 
     def file_url(self, download: Download) -> str:
         return self.base_url + download.path
+
+    def file_params(self, download: Download) -> dict[str, str | int | float]:
+        """The download's query, with this client's `as_of` (a bulk export is a data route)."""
+        return download.query if self.as_of is None else {**download.query, "as_of": self.as_of}
 
     def file_headers(self) -> dict[str, str]:
         """A bulk export's headers: the key, no If-None-Match (files are not kept in memory)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import Protocol, Self, TypeVar
 
 import httpx
 import stamina
@@ -44,6 +45,7 @@ from market_intelligence.models import (
     TradeList,
     TrendHistory,
     TrendSegments,
+    VersionList,
 )
 from market_intelligence.routes import SYMBOLS_PAGE_MAX, TRADES_PAGE_MAX, Call, Download, Moment
 
@@ -69,6 +71,7 @@ class _Settings:
     """The constructor both clients share, and what they expose of their state."""
 
     _core: Core
+    _owns_http: bool
 
     def _configure(
         self,
@@ -93,6 +96,32 @@ class _Settings:
     def revalidated(self) -> bool:
         """Whether the last answer was a 304: the cached body was still current."""
         return self._core.revalidated
+
+    @property
+    def data_version(self) -> str | None:
+        """The data version that gave the last data answer (`x-data-version`): pass it to `at`
+        to have the same answers again."""
+        return self._core.data_version
+
+    @property
+    def data_published(self) -> str | None:
+        """When that version was published, RFC 3339 UTC (`x-data-published`)."""
+        return self._core.data_published
+
+    @property
+    def as_of(self) -> str | None:
+        """What this client's data requests are answered as of (`at`), None: now."""
+        return self._core.as_of
+
+    def at(self, as_of: Moment | str) -> Self:
+        """This client answering every data route as the API did then: `as_of` is a data
+        version id (`data_version`) or an instant (an aware datetime, a date's 00:00 UTC, or
+        epoch ms). It shares the connection and key, with a cache and state of its own; closing
+        it leaves this client open. The same request gives the same body and ETag as then."""
+        past = copy.copy(self)
+        past._core = self._core.at(routes.as_of_value(as_of))
+        past._owns_http = False
+        return past
 
 
 class Client(_Settings):
@@ -144,7 +173,9 @@ class Client(_Settings):
             with attempt:
                 headers = core.headers(call)
                 try:
-                    response = self._http.get(core.url(call), params=call.query, headers=headers)
+                    response = self._http.get(
+                        core.url(call), params=core.params(call), headers=headers
+                    )
                 except httpx.TransportError as failure:
                     raise core.unreachable(failure) from failure
                 return core.outcome(call, response)
@@ -190,6 +221,17 @@ class Client(_Settings):
     def status(self) -> SystemStatus:
         """Service status with one check per datastore (public, never metered)."""
         return self._send(routes.status())
+
+    def list_versions(
+        self,
+        *,
+        start: Moment | str | None = None,
+        end: Moment | str | None = None,
+        limit: int | None = None,
+    ) -> VersionList:
+        """The retained data versions, newest first, published from `start` to `end` (limit
+        1..500, default 50); free with a key. Each `version` is a value for `at`."""
+        return self._send(routes.list_versions(start, end, limit))
 
     def list_symbols(
         self, market: Market, *, limit: int | None = None, skip: int | None = None
@@ -351,7 +393,9 @@ class Client(_Settings):
         core = self._core
         url, headers = core.file_url(download), core.file_headers()
         try:
-            with self._http.stream("GET", url, params=download.query, headers=headers) as answer:
+            with self._http.stream(
+                "GET", url, params=core.file_params(download), headers=headers
+            ) as answer:
                 if answer.status_code != httpx.codes.OK:
                     answer.read()
                 target = core.file_target(answer, destination)
@@ -406,7 +450,7 @@ class AsyncClient(_Settings):
                 headers = core.headers(call)
                 try:
                     response = await self._http.get(
-                        core.url(call), params=call.query, headers=headers
+                        core.url(call), params=core.params(call), headers=headers
                     )
                 except httpx.TransportError as failure:
                     raise core.unreachable(failure) from failure
@@ -457,6 +501,17 @@ class AsyncClient(_Settings):
     async def status(self) -> SystemStatus:
         """Service status with one check per datastore (public, never metered)."""
         return await self._send(routes.status())
+
+    async def list_versions(
+        self,
+        *,
+        start: Moment | str | None = None,
+        end: Moment | str | None = None,
+        limit: int | None = None,
+    ) -> VersionList:
+        """The retained data versions, newest first, published from `start` to `end` (limit
+        1..500, default 50); free with a key. Each `version` is a value for `at`."""
+        return await self._send(routes.list_versions(start, end, limit))
 
     async def list_symbols(
         self, market: Market, *, limit: int | None = None, skip: int | None = None
@@ -611,7 +666,7 @@ class AsyncClient(_Settings):
         url, headers = core.file_url(download), core.file_headers()
         try:
             async with self._http.stream(
-                "GET", url, params=download.query, headers=headers
+                "GET", url, params=core.file_params(download), headers=headers
             ) as answer:
                 if answer.status_code != httpx.codes.OK:
                     await answer.aread()

@@ -82,6 +82,16 @@ class SystemStatus(Resource, frozen=True):
     checks: dict[str, Check]
 
 
+class DataVersion(Resource, frozen=True):
+    version: str
+    published: str
+    changed: dict[str, list[str]]
+
+
+class VersionList(Resource, frozen=True):
+    versions: list[DataVersion]
+
+
 # -- instruments
 
 

@@ -40,6 +40,7 @@ from market_intelligence.models import (
     TradeList,
     TrendHistory,
     TrendSegments,
+    VersionList,
 )
 
 R = TypeVar("R", bound=Resource)
@@ -62,6 +63,8 @@ class Call(Generic[R]):
     query: Query = field(default_factory=dict)
     public: bool = False
     """Answered without an API key (the status route); every other route needs one."""
+    data: bool = True
+    """A data route: it takes `as_of` and says which data version answered."""
 
     @property
     def key(self) -> str:
@@ -102,11 +105,36 @@ def crypto_route(group: str, route: str, *rest: str | int) -> str:
 
 
 def ping() -> Call[Ping]:
-    return Call("/api/v1/ping", Ping)
+    return Call("/api/v1/ping", Ping, data=False)
 
 
 def status() -> Call[SystemStatus]:
-    return Call("/api/v1/status", SystemStatus, public=True)
+    return Call("/api/v1/status", SystemStatus, public=True, data=False)
+
+
+def list_versions(start: Moment | str | None, end: Moment | str | None, limit: int | None) -> Call[VersionList]:  # fmt: skip
+    query = _query(**{"from": _instant(start), "to": _instant(end)}, limit=limit)
+    return Call("/api/v1/versions", VersionList, query, data=False)
+
+
+def as_of_value(moment: Moment | str) -> str:
+    """`as_of` as the API takes it: a data version id (str, as `data_version` gives it) or an
+    instant (an aware datetime, a date's 00:00 UTC, or epoch milliseconds) in RFC 3339."""
+    if isinstance(moment, str):
+        return moment
+    return _instant(moment) or ""
+
+
+def _instant(moment: Moment | str | None) -> str | None:
+    if moment is None or isinstance(moment, str):
+        return moment
+    if isinstance(moment, datetime):
+        if moment.tzinfo is None:
+            raise ValueError("pass an aware datetime (an instant), not a naive one")
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(moment, date):
+        return f"{moment.isoformat()}T00:00:00Z"
+    return datetime.fromtimestamp(moment / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
 # -- instruments
