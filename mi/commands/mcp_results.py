@@ -31,6 +31,18 @@ RESULT_BYTES_KEPT = 64 * 1024 * 1024
 RESULT_URI = "mi://results/{result_id}"
 
 
+class Source(msgspec.Struct, frozen=True):
+    """Which data version answered (the API's `x-data-version` and `x-data-published`): pass
+    `version` as a tool's `as_of` to have the same answer again."""
+
+    version: str | None
+    published: str | None
+
+
+NO_SOURCE = Source(None, None)
+"""A result no data version answered (the balance tool's ping)."""
+
+
 class ResultStore:
     """The full JSON of large results, least recently written dropped first."""
 
@@ -54,16 +66,18 @@ class ResultStore:
 
 def output_schema(*answers: type[Resource]) -> dict[str, Any]:
     """The schema of a tool's structured content: the API resource it answers (one of `answers`)
-    under `data`, the key's balance after the call under `tokens`, and, for a preview, `truncated`."""
+    under `data`, the key's balance after the call under `tokens`, the data version that answered
+    under `source`, and, for a preview, `truncated`."""
     refs, components = msgspec.json.schema_components(
-        [*answers, Balance | None], ref_template="#/$defs/{name}"
+        [*answers, Balance | None, Source], ref_template="#/$defs/{name}"
     )
-    *data, tokens = refs
+    *data, tokens, source = refs
     return {
         "type": "object",
         "properties": {
             "data": data[0] if len(data) == 1 else {"anyOf": data},
             "tokens": tokens,
+            "source": source,
             "truncated": {
                 "type": "object",
                 "description": "Present when `data` is a preview: the list cut, the items shown "
@@ -77,42 +91,49 @@ def output_schema(*answers: type[Resource]) -> dict[str, Any]:
                 "required": ["field", "shown", "total", "full_result"],
             },
         },
-        "required": ["data", "tokens"],
+        "required": ["data", "tokens", "source"],
         "$defs": components,
     }
 
 
 def tool_result(
-    tool: str, resource: Resource, balance: Balance | None, store: ResultStore
+    tool: str,
+    resource: Resource,
+    balance: Balance | None,
+    store: ResultStore,
+    source: Source = NO_SOURCE,
 ) -> CallToolResult:
     """The resource as the tool's result: whole when small, else a preview and a link."""
     data = msgspec.to_builtins(resource)
     tokens = None if balance is None else msgspec.to_builtins(balance)
+    said = msgspec.to_builtins(source)
     body = msgspec.json.encode(data)
     if len(body) <= RESULT_TOKENS * BYTES_PER_TOKEN:
-        return _whole(data, tokens)
+        return _whole(data, tokens, said)
     field, preview, shown, total = _preview(data)
     if not field:  # no list to cut
-        return _whole(data, tokens)
+        return _whole(data, tokens, said)
     uri = RESULT_URI.format(result_id=store.put(body))
     cut = {"field": field, "shown": shown, "total": total, "full_result": uri}
-    content = {"data": preview, "tokens": tokens, "truncated": cut}
-    said = (
+    content = {"data": preview, "tokens": tokens, "source": said, "truncated": cut}
+    summary = (
         f"{tool}: about {len(body) // BYTES_PER_TOKEN:,} tokens of data, too many to show: "
         f"`{field}` has {total:,} items, of which the first {shown // 2:,} and the last "
         f"{shown // 2:,} are shown. The whole result is the resource {uri} (read it only if "
         "every item is needed), or ask again for fewer."
     )
     blocks: list[ContentBlock] = [
-        TextContent(text=said),
+        TextContent(text=summary),
         TextContent(text=msgspec.json.encode(content).decode()),
         ResourceLink(uri=uri, name=f"{tool} result", mime_type="application/json", size=len(body)),
     ]
     return CallToolResult(content=blocks, structured_content=content)
 
 
-def _whole(data: dict[str, Any], tokens: dict[str, Any] | None) -> CallToolResult:
-    content = {"data": data, "tokens": tokens}
+def _whole(
+    data: dict[str, Any], tokens: dict[str, Any] | None, source: dict[str, Any]
+) -> CallToolResult:
+    content = {"data": data, "tokens": tokens, "source": source}
     text = msgspec.json.encode(content).decode()
     return CallToolResult(content=[TextContent(text=text)], structured_content=content)
 

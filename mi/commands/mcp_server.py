@@ -52,7 +52,7 @@ from pydantic import AnyHttpUrl, Field
 from api.metering.config import MeteringConfig, cost_text
 from api.metering.model import key_id_of
 from mi.commands.keys import metering_config
-from mi.commands.mcp_results import RESULT_URI, ResultStore, output_schema, tool_result
+from mi.commands.mcp_results import RESULT_URI, ResultStore, Source, output_schema, tool_result
 from pipelines.platform.outbound import is_loopback
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,13 @@ analyses and backtests; forex, commodities and stocks have the current trend and
 SymbolArg = Annotated[str, Field(description="Instrument symbol, e.g. BTC, EURUSD, GOLD, AAPL")]
 CoinArg = Annotated[str, Field(description="Crypto symbol, e.g. BTC, ETH")]
 DayArg = Annotated[date | None, Field(description="A day, YYYY-MM-DD (inclusive)")]
+AsOfArg = Annotated[
+    str | None,
+    Field(
+        description="Answer as the API did then: an RFC 3339 instant (2026-03-02T09:00:00Z) or "
+        "a data version id from an earlier result's `source.version`; omit for now"
+    ),
+]
 
 
 def _describe(summary: str, config: MeteringConfig, *operations: str) -> str:
@@ -92,7 +99,13 @@ class MarketTools:
     def client(self) -> AsyncClient:
         return self.clients()
 
-    async def _answer(self, tool: str, pending: Awaitable[Resource]) -> CallToolResult:
+    def at(self, as_of: str | None) -> AsyncClient:
+        """The caller's client, answering as of `as_of` when given (decisions.md, Point in time)."""
+        return self.client if as_of is None else self.client.at(as_of)
+
+    async def _answer(
+        self, client: AsyncClient, tool: str, pending: Awaitable[Resource]
+    ) -> CallToolResult:
         """The resource and the key's balance after the call (`mcp_results`: a large one as a
         preview and a link); API errors as tool errors an agent can act on."""
         try:
@@ -101,24 +114,36 @@ class MarketTools:
             raise ToolError(_advice(failure)) from failure
         except MarketIntelligenceError as failure:  # the API unreachable: its URL, what to check
             raise ToolError(str(failure)) from failure
-        return tool_result(tool, resource, self.client.balance, self.results)
+        source = Source(client.data_version, client.data_published)
+        return tool_result(tool, resource, client.balance, self.results, source)
 
     async def list_instruments(
-        self, market: Market, limit: Annotated[int, Field(ge=1, le=1000)] = 100, skip: int = 0
+        self,
+        market: Market,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+        skip: int = 0,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "list_instruments", self.client.list_symbols(market, limit=limit, skip=skip)
+            client, "list_instruments", client.list_symbols(market, limit=limit, skip=skip)
         )
 
     async def search_instruments(
-        self, query: Annotated[str, Field(description="Part of a symbol or a name")]
+        self,
+        query: Annotated[str, Field(description="Part of a symbol or a name")],
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "search_instruments", self.client.search_instruments("crypto", query)
+            client, "search_instruments", client.search_instruments("crypto", query)
         )
 
-    async def instrument_scorecard(self, market: Market, symbol: SymbolArg) -> CallToolResult:
-        return await self._answer("instrument_scorecard", self.client.scorecard(market, symbol))
+    async def instrument_scorecard(
+        self, market: Market, symbol: SymbolArg, as_of: AsOfArg = None
+    ) -> CallToolResult:
+        client = self.at(as_of)
+        return await self._answer(client, "instrument_scorecard", client.scorecard(market, symbol))
 
     async def price_history(
         self,
@@ -127,18 +152,22 @@ class MarketTools:
         limit: Annotated[int | None, Field(ge=1, description="Newest N days at most")] = 90,
         start: DayArg = None,
         end: DayArg = None,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
-        call = self.client.get_price_history(market, symbol, limit=limit, start=start, end=end)
-        return await self._answer("price_history", call)
+        client = self.at(as_of)
+        call = client.get_price_history(market, symbol, limit=limit, start=start, end=end)
+        return await self._answer(client, "price_history", call)
 
     async def indicators(
         self,
         market: Market,
         symbol: SymbolArg,
         period: Annotated[int, Field(ge=2, le=365, description="Window in days")] = 30,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "indicators", self.client.get_indicators(market, symbol, period=period)
+            client, "indicators", client.get_indicators(market, symbol, period=period)
         )
 
     async def trend(
@@ -146,19 +175,23 @@ class MarketTools:
         market: Market,
         symbol: SymbolArg,
         limit: Annotated[int, Field(ge=1, le=5000, description="Crypto: days of history")] = 30,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         if market == "crypto":
-            return await self._answer("trend", self.client.get_trend_history(symbol, limit))
-        return await self._answer("trend", self.client.get_current_trend(market, symbol))
+            return await self._answer(client, "trend", client.get_trend_history(symbol, limit))
+        return await self._answer(client, "trend", client.get_current_trend(market, symbol))
 
     async def trend_segments(
         self,
         market: Market,
         symbol: SymbolArg,
         limit: Annotated[int, Field(ge=1, le=500)] = 10,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "trend_segments", self.client.get_trend_segments(market, symbol, limit=limit)
+            client, "trend_segments", client.get_trend_segments(market, symbol, limit=limit)
         )
 
     async def news_briefs(
@@ -169,12 +202,14 @@ class MarketTools:
         keywords: Annotated[
             str | None, Field(description="Words every title must hold (past 24 hours only)")
         ] = None,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         if keywords:
-            call = self.client.search_briefs(market, symbol, keywords=keywords, limit=limit)
-            return await self._answer("news_briefs", call)
+            call = client.search_briefs(market, symbol, keywords=keywords, limit=limit)
+            return await self._answer(client, "news_briefs", call)
         return await self._answer(
-            "news_briefs", self.client.get_recent_briefs(market, symbol, limit=limit)
+            client, "news_briefs", client.get_recent_briefs(market, symbol, limit=limit)
         )
 
     async def sentiment_history(
@@ -182,32 +217,39 @@ class MarketTools:
         market: Market,
         symbol: SymbolArg,
         limit: Annotated[int, Field(ge=1, le=3650, description="Days")] = 30,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "sentiment_history", self.client.get_sentiment_history(market, symbol, limit=limit)
+            client, "sentiment_history", client.get_sentiment_history(market, symbol, limit=limit)
         )
 
-    async def analysis(self, symbol: CoinArg) -> CallToolResult:
-        return await self._answer("analysis", self.client.get_instrument_analysis(symbol))
+    async def analysis(self, symbol: CoinArg, as_of: AsOfArg = None) -> CallToolResult:
+        client = self.at(as_of)
+        return await self._answer(client, "analysis", client.get_instrument_analysis(symbol))
 
-    async def market_summary(self) -> CallToolResult:
-        return await self._answer("market_summary", self.client.get_market_summary())
+    async def market_summary(self, as_of: AsOfArg = None) -> CallToolResult:
+        client = self.at(as_of)
+        return await self._answer(client, "market_summary", client.get_market_summary())
 
     async def backtest_summary(
         self,
         symbol: CoinArg,
         strategy: Strategy = "aggressive",
         years: Annotated[int, Field(ge=1, le=20)] = 2,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "backtest_summary", self.client.get_backtest_summary(symbol, strategy, years=years)
+            client, "backtest_summary", client.get_backtest_summary(symbol, strategy, years=years)
         )
 
     async def current_action(
-        self, symbol: CoinArg, strategy: Strategy = "aggressive"
+        self, symbol: CoinArg, strategy: Strategy = "aggressive", as_of: AsOfArg = None
     ) -> CallToolResult:
+        client = self.at(as_of)
         return await self._answer(
-            "current_action", self.client.get_current_action(symbol, strategy)
+            client, "current_action", client.get_current_action(symbol, strategy)
         )
 
     async def recommendations(
@@ -215,12 +257,14 @@ class MarketTools:
         strategy: Strategy = "aggressive",
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         min_score: Annotated[float, Field(ge=0, le=5)] = 3.5,
+        as_of: AsOfArg = None,
     ) -> CallToolResult:
-        call = self.client.get_recommendations(strategy=strategy, limit=limit, min_score=min_score)
-        return await self._answer("recommendations", call)
+        client = self.at(as_of)
+        call = client.get_recommendations(strategy=strategy, limit=limit, min_score=min_score)
+        return await self._answer(client, "recommendations", call)
 
     async def balance(self) -> CallToolResult:
-        return await self._answer("balance", self.client.ping())
+        return await self._answer(self.client, "balance", self.client.ping())
 
 
 TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[type[Resource], ...]]] = {

@@ -122,6 +122,32 @@ def test_each_tool_answers_the_api_data_metered_on_the_users_key(served_api: Ser
         assert tokens["remaining"] == remaining, tool
 
 
+def test_every_tool_says_its_data_version_and_answers_as_of_it(served_api: ServedApi) -> None:
+    """Rule (decisions.md, Point in time): a tool's result names the data version that answered
+    (`source`), and the same tool with that `as_of` answers the same data."""
+    key = served_api.new_key("internal")
+
+    async def call_twice() -> tuple[dict[str, Any], dict[str, Any], bool]:
+        async with Client(stdio(served_api, key)) as agent:
+            arguments = {"market": "crypto", "symbol": "BTC", "limit": 5}
+            now = (await agent.call_tool("price_history", arguments)).structured_content
+            assert now is not None
+            version = now["source"]["version"]
+            then = await agent.call_tool("price_history", {**arguments, "as_of": version})
+            before = await agent.call_tool(
+                "price_history", {**arguments, "as_of": "2001-01-01T00:00:00Z"}
+            )
+            assert then.structured_content is not None
+            return now, then.structured_content, before.is_error
+
+    now, then, refused = asyncio.run(call_twice())
+    assert now["source"]["version"] is not None
+    assert now["source"]["published"].endswith("Z")
+    assert then["data"] == now["data"]
+    assert then["source"] == now["source"]
+    assert refused  # before the oldest retained version: a tool error naming it
+
+
 def test_an_api_error_is_a_tool_error_the_agent_can_act_on(served_api: ServedApi) -> None:
     async def fail() -> tuple[bool, str, dict[str, Any]]:
         async with Client(stdio(served_api, served_api.new_key("sandbox"))) as agent:
