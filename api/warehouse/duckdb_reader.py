@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,7 +21,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from api.warehouse.files import FileCache, InPlaceFiles, LocalFile, VersionFiles
+from api.warehouse.files import FileCache, InPlaceFiles, LocalFile, Localized, VersionFiles
 from api.warehouse.reader import QueryParams, WarehouseUnavailable
 from pipelines.catalog import TABLES, LocalStorage, Manifest, WarehouseStorage
 from pipelines.catalog.sql import quote_identifier, quote_literal, view_sql
@@ -48,28 +48,55 @@ class VersionDatabase:
         self._filesets: dict[tuple[str, tuple[str, ...]], _FileSet] = {}
         """(table, files) -> its view and the schemas using it."""
         self._schemas: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self._pending: dict[str, dict[str, tuple[str, ...]]] = {}
+        """schema -> the tables whose views are not created yet (a lazy version's), and their files."""
         self._retired: list[str] = []
         self._next = itertools.count()
 
-    def create(self, manifest: Manifest, files: Mapping[str, LocalFile]) -> str:
-        """The schema of a new version (its row counts checked against the manifest first)."""
+    def create(
+        self, manifest: Manifest, files: Mapping[str, LocalFile], *, lazy: bool = False
+    ) -> str:
+        """The schema of a new version (its row counts checked against the manifest first).
+
+        `lazy` (a past version, `as_of`): each table's view is created when a query first names
+        the table (`ensure`), not up front: binding a view reads its files' metadata, and a past
+        version is asked for one route's tables, not all of them.
+        """
         paths = {name: tuple(_checked_paths(manifest, name, files)) for name in sorted(TABLES)}
         with self._lock:
             self._drop_retired()
             schema = f"v{next(self._next)}"
             self.connection.execute(f"CREATE SCHEMA {schema}")
             self._schemas[schema] = []
-            try:
-                for name, table_files in paths.items():
-                    view = self._fileset(schema, name, table_files)
-                    self.connection.execute(
-                        f"CREATE VIEW {schema}.{quote_identifier(name)} AS "
-                        f"SELECT * FROM main.{quote_identifier(view)}"
-                    )
-            except duckdb.Error:
-                self._drop(schema)
-                raise
+            self._pending[schema] = paths
+            if not lazy:
+                try:
+                    self._ensure(schema, list(paths))
+                except duckdb.Error:
+                    self._drop(schema)
+                    raise
         return schema
+
+    def ensure(self, schema: str, sql: str) -> None:
+        """Create the views of `schema`'s tables that `sql` names and that are not made yet."""
+        pending = self._pending.get(schema)
+        if not pending:
+            return
+        named = [name for name in pending if name in sql]
+        if named:
+            with self._lock:
+                self._ensure(schema, named)
+
+    def _ensure(self, schema: str, names: Iterable[str]) -> None:
+        # A failure leaves the table pending: the next query naming it tries again.
+        pending = self._pending.get(schema, {})
+        for name in [n for n in names if n in pending]:
+            view = self._fileset(schema, name, pending[name])
+            self.connection.execute(
+                f"CREATE VIEW {schema}.{quote_identifier(name)} AS "
+                f"SELECT * FROM main.{quote_identifier(view)}"
+            )
+            del pending[name]
 
     def retire(self, schema: str) -> None:
         """No snapshot reads `schema` any more (called from a finalizer: no DuckDB work here)."""
@@ -102,9 +129,12 @@ class VersionDatabase:
             self._drop(self._retired.pop())
 
     def _drop(self, schema: str) -> None:
+        self._pending.pop(schema, None)
         self.connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         for key in self._schemas.pop(schema, []):
-            entry = self._filesets[key]
+            entry = self._filesets.get(key)
+            if entry is None:  # listed twice (a lazy view created on a retry): dropped already
+                continue
             entry.users.discard(schema)
             if not entry.users:
                 self.connection.execute(f"DROP VIEW IF EXISTS main.{quote_identifier(entry.view)}")
@@ -131,10 +161,13 @@ class DuckDBSnapshot:
     one: its schema is dropped only once the snapshot is gone (garbage), by a later swap.
     """
 
-    def __init__(self, manifest: Manifest, database: VersionDatabase, schema: str) -> None:
+    def __init__(
+        self, manifest: Manifest, database: VersionDatabase, schema: str, lazy: bool = False
+    ) -> None:
         self._manifest = manifest
         self._database = database
         self._schema = schema
+        self._lazy = lazy
         self._local = threading.local()
         self._retire = weakref.finalize(self, database.retire, schema)
 
@@ -144,6 +177,8 @@ class DuckDBSnapshot:
         manifest: Manifest,
         files: Mapping[str, LocalFile],
         database: VersionDatabase | None = None,
+        *,
+        lazy: bool = False,
     ) -> DuckDBSnapshot:
         """One view per catalog table over the version's local files (`files`, by manifest path),
         in `database` (default: a database of its own).
@@ -154,10 +189,10 @@ class DuckDBSnapshot:
         """
         database = database or VersionDatabase()
         try:
-            schema = database.create(manifest, files)
+            schema = database.create(manifest, files, lazy=lazy)
         except duckdb.Error as exc:
             raise WarehouseUnavailable(f"manifest version {manifest.version}: {exc}") from exc
-        return cls(manifest, database, schema)
+        return cls(manifest, database, schema, lazy)
 
     @classmethod
     def in_place(cls, warehouse_dir: Path, manifest: Manifest) -> DuckDBSnapshot:
@@ -178,6 +213,7 @@ class DuckDBSnapshot:
         return rfc3339(self._manifest.updated_at)
 
     def query(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
+        self._ensure(sql)
         return self._cursor().sql(sql, params=params).pl()
 
     async def fetch(self, sql: str, params: QueryParams = None) -> pl.DataFrame:
@@ -193,6 +229,7 @@ class DuckDBSnapshot:
     ) -> pa.RecordBatchReader:
         # A cursor of its own, not the thread's: a paused stream must survive other queries. The
         # caller holds the snapshot while it reads, so its schema is not dropped under the stream.
+        self._ensure(sql)
         cursor = self._database.cursor(self._schema)
         cursor.execute(f"SET streaming_buffer_size = '{int(buffer_bytes) >> 10}KiB'")  # this cursor
         return cursor.sql(sql, params=params).to_arrow_reader(batch_rows)
@@ -200,6 +237,7 @@ class DuckDBSnapshot:
     def verify(self) -> None:
         """Scan every table the manifest lists (file footers and row counts)."""
         try:
+            self._ensure(" ".join(TABLES))
             for name in sorted(TABLES):
                 _check_rows(self._cursor(), self._manifest, name)
         except duckdb.Error as exc:
@@ -208,6 +246,13 @@ class DuckDBSnapshot:
     def close(self) -> None:
         """Retire the snapshot's schema now (it is dropped by the database's next version)."""
         self._retire()
+
+    def _ensure(self, sql: str) -> None:
+        if self._lazy:
+            try:
+                self._database.ensure(self._schema, sql)
+            except duckdb.Error as exc:
+                raise WarehouseUnavailable(f"data version {self.version}: {exc}") from exc
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
@@ -348,12 +393,14 @@ class DuckDBWarehouseReader:
             raise WarehouseUnavailable(f"data version {version} has no record in the warehouse")
         with self._refresh_lock:  # the file cache and the database, one opener at a time
             try:
-                localized = self.files.localize(served_files(record.manifest))
+                localized = self._past_files(record.manifest)
             except (OSError, pa.ArrowException) as exc:
                 raise WarehouseUnavailable(
                     f"data version {version}: cannot read {self.storage.url}: {exc}"
                 ) from exc
-            snapshot = DuckDBSnapshot.open(record.manifest, localized.files, self._database)
+            snapshot = DuckDBSnapshot.open(
+                record.manifest, localized.files, self._database, lazy=True
+            )
         size = sum(_size(local.path) for local in localized.files.values())
         with self._past_lock:
             held = self._past.setdefault(version, _Past(snapshot, size))
@@ -361,6 +408,14 @@ class DuckDBWarehouseReader:
             self._live.add(held.snapshot)
             self._evict_past()
         return held.snapshot
+
+    def _past_files(self, manifest: Manifest) -> Localized:
+        """A past version's files: in place, on the record's row counts (checked when that
+        version was current; a file gone since fails its view, a 503), else fetched."""
+        if isinstance(self.files, InPlaceFiles):
+            rows = {f.path: f.rows for name in TABLES for f in manifest.tables.get(name, {}).values()}  # fmt: skip
+            return self.files.trusted(rows)
+        return self.files.localize(served_files(manifest))
 
     def changes(self, version: int) -> dict[str, list[str]]:
         """What a retained version changed (market -> tables), from its record, remembered."""

@@ -275,3 +275,22 @@ def test_a_past_version_without_a_record_is_unavailable(settings: ApiSettings) -
     reader = DuckDBWarehouseReader(settings.warehouse_dir)
     with pytest.raises(WarehouseUnavailable, match="no record"):
         reader.open_past(12345)
+
+
+def test_a_past_version_creates_a_tables_view_only_when_a_query_names_it(
+    settings: ApiSettings,
+) -> None:
+    """A past version is asked for one route's tables: its views are made on first use, and a
+    table no query named costs nothing (binding a view reads its files' metadata)."""
+    warehouse = Warehouse(settings.warehouse_dir)
+    old = warehouse.write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0])).version
+    warehouse.write(INSTRUMENTS, "crypto", pl.DataFrame({"market": ["crypto"], "symbol": ["BTC"], "name": ["bitcoin"], "logo": ["x"], "source": ["t"]}))  # fmt: skip
+    warehouse.write(DAILY_PRICES, "crypto", price_frame([3.0]))
+    reader = DuckDBWarehouseReader(settings.warehouse_dir)
+    past = reader.open_past(old)
+    views = "SELECT view_name FROM duckdb_views() WHERE schema_name = current_schema() ORDER BY 1"
+    assert past.query(views).height == 0
+    assert closes(past) == [1.0, 2.0]
+    assert past.query(views)["view_name"].to_list() == ["daily_prices"]
+    assert past.query("SELECT count(*) AS n FROM instruments")["n"].to_list() == [0]
+    reader.close()
