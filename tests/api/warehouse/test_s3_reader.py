@@ -222,3 +222,19 @@ def test_default_settings_stay_local(tmp_path: Path) -> None:
     settings = ApiSettings(data_dir=tmp_path)
     assert settings.warehouse_dir == tmp_path / "warehouse"
     assert settings.warehouse_url is None
+
+
+def test_a_past_version_opens_from_its_record_on_s3(location: S3Location, tmp_path: Path) -> None:
+    """Rule (decisions.md, Point in time): `as_of` reads a retained version on object storage as
+    on disk: its record names its objects, which the host's cache fetches once."""
+    store = ObjectWarehouse(location)
+    old = store.write(DAILY_PRICES, "crypto", price_frame([1.0, 2.0])).version
+    store.write(DAILY_PRICES, "crypto", price_frame([3.0]))
+    reader = DuckDBWarehouseReader(location, files=FileCache(location, tmp_path / "cache"))
+    reader.refresh()
+    assert closes(reader.current()) == [3.0]
+    past = reader.open_past(old)
+    assert closes(past) == [1.0, 2.0]
+    assert reader.past(old) is past
+    assert reader.changes(old) == {"crypto": ["daily_prices"]}
+    reader.close()
