@@ -38,6 +38,7 @@ from moto.server import ThreadedMotoServer
 from benchmarks.figures import Figure, Goal
 from benchmarks.load import LoadResult, run_load
 from benchmarks.pipeline import END_DATE, NEWS_DAYS, RUN_TIMEOUT
+from benchmarks.point_in_time import point_in_time_figures
 from benchmarks.servers import free_port, mi, mi_serve_command, serving
 from benchmarks.threads import process_tree
 from pipelines.catalog import BRIEFS, TABLES, Manifest, S3Location
@@ -299,4 +300,4 @@ def versions_section(scratch: Path, sizes: tuple[int | None, ...] = SIZES) -> li
     with object_storage() as endpoint:
         for instruments in sizes:
             figures += warehouse_figures(scratch, endpoint, instruments)
-    return figures
+    return figures + point_in_time_figures(scratch)
