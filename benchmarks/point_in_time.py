@@ -32,7 +32,7 @@ from benchmarks.figures import Figure, Goal
 from benchmarks.load import LoadResult, run_load
 from benchmarks.pipeline import END_DATE, RUN_TIMEOUT
 from benchmarks.servers import free_port, mi, mi_serve_command, serving
-from benchmarks.threads import process_tree
+from benchmarks.threads import process_tree, rss_mib
 from pipelines.catalog import TABLES, Manifest, PartitionFile, read_manifest
 from pipelines.catalog.versions import Retention, published_at, record_path
 from pipelines.warehouse.commits import TableWrite
@@ -121,7 +121,7 @@ def served_figures(data_dir: Path, env: Mapping[str, str], size: int) -> list[Fi
                 client.get(ROUTE, params={"as_of": str(version)}).raise_for_status()
                 cold.append((time.perf_counter() - started) * 1000)
                 if number in (10, FANNED):
-                    rss[number] = _rss_mib(worker)
+                    rss[number] = rss_mib(worker)
         warm = f"{ROUTE}?as_of={versions[-1]}"
         current: list[LoadResult] = []
         past: list[LoadResult] = []
@@ -263,10 +263,3 @@ def _manifest(root: Path) -> Manifest:
     if manifest is None:
         raise RuntimeError(f"no warehouse at {root}")
     return manifest
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0

@@ -87,3 +87,11 @@ def _stat_fields(path: Path) -> list[str] | None:
     except OSError:
         return None
     return text[text.rfind(")") + 2 :].split()
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now, MiB (0 when /proc does not say)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0

@@ -40,7 +40,7 @@ from benchmarks.load import LoadResult, run_load
 from benchmarks.pipeline import END_DATE, NEWS_DAYS, RUN_TIMEOUT
 from benchmarks.point_in_time import point_in_time_figures
 from benchmarks.servers import free_port, mi, mi_serve_command, serving
-from benchmarks.threads import process_tree
+from benchmarks.threads import process_tree, rss_mib
 from pipelines.catalog import BRIEFS, TABLES, Manifest, S3Location
 from pipelines.warehouse.object_store import ObjectWarehouse
 
@@ -114,13 +114,6 @@ def version_bytes(location: S3Location, manifest: Manifest) -> dict[str, int]:
         reply = client.head_object(Bucket=location.bucket, Key=location.key(path))
         sizes[path] = int(reply["ContentLength"])
     return sizes
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def wait_for(log: Path, version: int, workers: int, timeout: float = 60) -> list[Switch]:

@@ -8,14 +8,13 @@ from typing import Any
 import anyio.to_thread
 from litestar import Controller, Request, get
 
-from api.as_of import as_of_target
 from api.dependencies import current_snapshot, serving_of
 from api.errors import InvalidParameter, error_responses
 from api.params import VERSIONS_FROM, VERSIONS_LIMIT, VERSIONS_TO, day_param, shown
 from api.request_values import RequestValues
 from api.schemas import DataVersion, VersionList
 from pipelines.catalog.manifest import LoggedVersion
-from pipelines.catalog.versions import published_at, retained_log, rfc3339
+from pipelines.catalog.versions import parse_as_of, published_at, retained_log, rfc3339
 
 
 class VersionsController(Controller):
@@ -65,8 +64,8 @@ def instant_param(name: str, raw: str | None, *, end_of_day: bool) -> datetime |
         start = datetime.combine(day, time(), UTC)
         return start + timedelta(days=1, microseconds=-1) if end_of_day else start
     try:
-        parsed = as_of_target(raw)
-    except InvalidParameter:
+        parsed = parse_as_of(raw)  # a version id parses too, but is not an instant
+    except ValueError:
         parsed = None
     if not isinstance(parsed, datetime):
         raise InvalidParameter(name, f"expected an RFC 3339 instant or a day YYYY-MM-DD, got {shown(raw)}")  # fmt: skip

@@ -99,6 +99,22 @@ def read_record(storage: WarehouseStorage, version: int) -> VersionRecord | None
     return None if data is None else VersionRecord.from_bytes(data)
 
 
+def record_files(storage: WarehouseStorage, version: int) -> set[str]:
+    """The served files a version's record names (none when it has no record)."""
+    record = read_record(storage, version)
+    return set() if record is None else record.files()
+
+
+def retained_files(storage: WarehouseStorage, manifest: Manifest) -> set[str]:
+    """Every file a retained version needs: the current manifest's (the pipeline's state too),
+    and each logged version's record and served files. Expiry deletes nothing else."""
+    named = {f.path for parts in manifest.tables.values() for f in parts.values()}
+    for entry in manifest.log:
+        named.add(record_path(entry.version))
+        named |= record_files(storage, entry.version)
+    return named
+
+
 @dataclass(frozen=True)
 class Retention:
     """Which versions stay: every one of the last `keep_all_days`, then the last of each UTC day

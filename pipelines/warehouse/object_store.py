@@ -18,9 +18,10 @@ from pipelines.catalog.storage import S3Location, read_partitions
 from pipelines.catalog.versions import (
     RECORD_SUFFIX,
     Retention,
-    read_record,
+    record_files,
     record_of,
     record_path,
+    retained_files,
 )
 from pipelines.platform.retries import RetryableError, RetryPolicy, retrying
 from pipelines.warehouse.commits import (
@@ -193,10 +194,10 @@ class ObjectWarehouse:
         kept = retention.kept(manifest.log, datetime.fromtimestamp(now, UTC))
         expired = tuple(v for v in manifest.log if v not in kept)
         manifest = replace(manifest, log=kept)
-        referenced = self._referenced(client, manifest)
+        referenced = retained_files(self.location, manifest)
         expiring = {p: at for p, at in snapshot.expiring.items() if p not in referenced}
         for entry in expired:
-            for path in {record_path(entry.version), *self._record_files(entry.version)}:
+            for path in {record_path(entry.version), *record_files(self.location, entry.version)}:
                 if path not in referenced:
                     expiring.setdefault(path, now)
         cutoff = now - self.gc_grace.total_seconds()
@@ -223,19 +224,6 @@ class ObjectWarehouse:
         self._delete(client, gone)
         freed = sum(objects[r][1] for r in gone if r in objects)
         return Expiry(kept, expired, tuple(sorted(gone)), freed)
-
-    def _referenced(self, client: Any, manifest: Manifest) -> set[str]:
-        """Every object a retained version names: the current manifest (with the pipeline's
-        state), each logged version's record and its served files."""
-        named = {f.path for parts in manifest.tables.values() for f in parts.values()}
-        for entry in manifest.log:
-            named.add(record_path(entry.version))
-            named |= self._record_files(entry.version)
-        return named
-
-    def _record_files(self, version: int) -> set[str]:
-        record = read_record(self.location, version)
-        return set() if record is None else record.files()
 
     def read(self, table: Table, markets: Sequence[str] | None = None) -> pl.DataFrame:
         """The current rows of `markets` (every partition when None), in catalog schema."""

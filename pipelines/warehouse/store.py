@@ -29,9 +29,10 @@ from pipelines.catalog.versions import (
     RECORD_SUFFIX,
     VERSIONS_DIR,
     Retention,
-    read_record,
+    record_files,
     record_of,
     record_path,
+    retained_files,
 )
 from pipelines.warehouse import views
 from pipelines.warehouse.commits import (
@@ -178,10 +179,10 @@ class Warehouse:
             if expired:
                 manifest = replace(manifest, log=kept)
                 write_manifest(self.root, manifest)
-            referenced = self._referenced(manifest)
+            referenced = retained_files(self.storage, manifest)
             for entry in expired:  # their grace starts now: a reader may still hold them
                 _touch(self.root / record_path(entry.version), now)
-                for path in self._record_files(entry.version) - referenced:
+                for path in record_files(self.storage, entry.version) - referenced:
                     _touch(self.root / path, now)
             removed, freed = self._collect(referenced, now)
         return Expiry(kept, expired, removed, freed)
@@ -204,19 +205,6 @@ class Warehouse:
         with self._locked():
             current = read_manifest(self.root)
             views.refresh_views(self.duckdb_path, self.root, current, timeout=self.views_timeout)
-
-    def _referenced(self, manifest: Manifest) -> set[str]:
-        """Every file (relative) a retained version names: the current manifest (with the
-        pipeline's state), each logged version's record and its served files."""
-        named = {f.path for parts in manifest.tables.values() for f in parts.values()}
-        for entry in manifest.log:
-            named.add(record_path(entry.version))
-            named |= self._record_files(entry.version)
-        return named
-
-    def _record_files(self, version: int) -> set[str]:
-        record = read_record(self.storage, version)
-        return set() if record is None else record.files()
 
     def _collect(self, referenced: set[str], now: float) -> tuple[tuple[str, ...], int]:
         """Delete data files and version records that neither `referenced` nor a live run's

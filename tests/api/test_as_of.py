@@ -49,7 +49,17 @@ def test_as_of_takes_an_instant_with_a_zone_or_a_version_id(
 
 
 @pytest.mark.parametrize(
-    "raw", ["", "2026-03-02", "2026-03-02T14:00:00", "2026-13-02T14:00:00Z", "now", "-5", "1e9"]
+    "raw",
+    [
+        "",
+        "2026-03-02",
+        "2026-03-02T14:00:00",
+        "2026-13-02T14:00:00Z",
+        "now",
+        "-5",
+        "1e9",
+        "12345678901234567890",  # 20 digits: beyond any version id
+    ],
 )
 def test_anything_else_is_a_422_naming_as_of(raw: str) -> None:
     with pytest.raises(InvalidParameter, match="as_of"):

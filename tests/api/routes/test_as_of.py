@@ -180,4 +180,11 @@ def _refusals(client: httpx.Client, base: str) -> None:
     backwards = client.get("/api/v1/versions", params={"from": "2026-03-02", "to": "2026-03-01"})
     assert backwards.status_code == 422
     assert client.get("/api/v1/versions", params={"from": "soon"}).status_code == 422
+    assert client.get("/api/v1/versions", params={"from": "12345"}).status_code == 422
+    # limit is clamped to 1..500 (decisions.md), not refused
+    one = client.get("/api/v1/versions", params={"limit": "0"}).json()["versions"]
+    assert one == listed.json()["versions"][:1]
+    many = client.get("/api/v1/versions", params={"limit": "9999"})
+    assert many.json() == listed.json()  # fewer than 500 retained here
+    assert client.get("/api/v1/versions", params={"limit": "ten"}).status_code == 422
     assert httpx.get(f"{base}/api/v1/versions").status_code == 401
