@@ -6,7 +6,7 @@ nothing from `pipelines` but this package.
 
 from __future__ import annotations
 
-from pipelines.catalog import indicators, newsroom, raw, trades, trends
+from pipelines.catalog import indicators, newsroom, quality, raw, trades, trends
 from pipelines.catalog.indicators import (
     FIRST_PERIOD,
     INDICATOR_SNAPSHOTS,
@@ -27,6 +27,7 @@ from pipelines.catalog.newsroom import (
     SENTIMENT_DAILY,
     SENTIMENT_TOPICS,
 )
+from pipelines.catalog.quality import NEWS_DAYS, PRICE_DAYS
 from pipelines.catalog.raw import (
     DAILY_PRICES,
     INSTRUMENT_REJECTS,
@@ -60,7 +61,9 @@ from pipelines.catalog.trades import (
 from pipelines.catalog.trends import TREND_HISTORY, TREND_SEGMENTS
 
 TABLES: dict[str, Table] = {
-    t.name: t for module in (raw, trades, indicators, trends, newsroom) for t in module.TABLES
+    t.name: t
+    for module in (raw, trades, indicators, trends, newsroom, quality)
+    for t in module.TABLES
 }
 """Every warehouse table by name; the DuckDB views and the docs are generated from this."""
 
@@ -79,8 +82,10 @@ __all__ = [
     "MANIFEST_NAME",
     "MARKETS",
     "MARKET_SUMMARIES",
+    "NEWS_DAYS",
     "NEWS_REJECTS",
     "PERIOD_COUNT",
+    "PRICE_DAYS",
     "PRICE_REJECTS",
     "RAW_NEWS",
     "RECOMMENDATIONS",

@@ -221,10 +221,28 @@ BACKTEST_STATE = Table(
     key=("market", "symbol", "strategy", "years"),
 )
 
+PRICE_FINDINGS = Table(
+    name="price_findings",
+    description=(
+        "What the daily prices' checks found, per symbol and day: `price_days` counts them by day. "
+        "A symbol's findings from a day on are replaced whenever its bars from that day on are "
+        "written again, and a removed symbol's go."
+    ),
+    columns=(
+        Column("market", pl.String(), "market of the instrument"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column("date", pl.Date(), "the day the finding is about"),
+        Column("check", pl.String(), "`asset.check` name of the failed check"),
+        Column("severity", pl.String(), "WARN or ERROR"),
+    ),
+    key=("market", "symbol", "date", "check"),
+)
+
 STATE_TABLES: dict[str, Table] = {
     t.name: t
     for t in (
         PRICE_STATE,
+        PRICE_FINDINGS,
         PRICE_FILES,
         NEWS_FILES,
         TREND_STATE,

@@ -9,6 +9,7 @@ from datetime import timedelta
 import dagster as dg
 
 from pipelines.catalog import BRIEFS, DAILY_PRICES, RAW_NEWS, SENTIMENT_DAILY
+from pipelines.catalog.quality import DUE_AFTER
 from pipelines.jobs.publish import build_expiry, build_publish
 from pipelines.platform.executors import executor_def
 from pipelines.platform.settings import PipelineSettings
@@ -22,10 +23,12 @@ CLOSING_STEPS = (DAILY_PUBLISH, NEWS_PUBLISH, VERSIONS)
 """The steps every run of a job ends with, whatever it selects: its commit, then (daily) expiry."""
 DAILY_CRON = "30 0 * * *"
 """00:30 UTC: after the day's bars have closed everywhere the embedded market models."""
-PRICES_DEADLINE_CRON = "30 2 * * *"
-"""By 02:30 UTC the day that just closed must be in: prices are no older than one trading day."""
-PRICES_MAX_AGE = timedelta(hours=2, minutes=30)
+PRICES_MAX_AGE = DUE_AFTER - timedelta(days=1)
 """At the deadline, daily_prices was materialized since the day closed (00:00 UTC)."""
+_DEADLINE_MINUTES = int(PRICES_MAX_AGE.total_seconds()) // 60
+PRICES_DEADLINE_CRON = f"{_DEADLINE_MINUTES % 60} {_DEADLINE_MINUTES // 60} * * *"
+"""When the day that just closed must be in (02:30 UTC): the instant `data-status` calls it due
+(`pipelines.catalog.quality.DUE_AFTER`), so prices are no older than one trading day."""
 NEWS_MAX_AGE = timedelta(minutes=30)
 """News tables refreshed no longer ago than this (two cadences)."""
 

@@ -3,14 +3,14 @@
 # No `from __future__ import annotations`: Dagster reads the asset's annotations at definition time.
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
 import polars as pl
 
-from pipelines.catalog import NEWS_REJECTS, RAW_NEWS
-from pipelines.news import checks
+from pipelines.catalog import NEWS_DAYS, NEWS_REJECTS, RAW_NEWS
+from pipelines.news import checks, condition
 from pipelines.news.config import NewsPolicy
 from pipelines.news.sources import NewsSource
 from pipelines.news.update import MarketNews, update_news
@@ -18,7 +18,7 @@ from pipelines.platform.runs import RunOptions, step_name
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
-from pipelines.warehouse.tables import scan
+from pipelines.warehouse.tables import scan, stage_market_file, stored_rows
 
 RAW_NEWS_KEY = dg.AssetKey(RAW_NEWS.name)
 NEWS_REJECTS_KEY = dg.AssetKey(NEWS_REJECTS.name)
@@ -51,6 +51,7 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
                 deps=[EMBEDDED_NEWS] if embedded else [],
             ),
             dg.AssetSpec(NEWS_REJECTS.name, description=NEWS_REJECTS.description),
+            dg.AssetSpec(NEWS_DAYS.name, description=NEWS_DAYS.description),
         ],
         group_name="news",
         check_specs=[
@@ -123,7 +124,8 @@ def _check_results(
     rejects: pl.DataFrame,
     policy: NewsPolicy,
     now: datetime,
-) -> Iterator[dg.AssetCheckResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    """The checks' results, and `news_days` (staged from them) with its materialization."""
     # The columns the checks read: the table's texts grow with its history.
     stored = pl.concat([_checked_columns(tx, m) for m in results])
     new = pl.concat([r.batch.articles for r in results.values()])
@@ -131,8 +133,16 @@ def _check_results(
         checks.fresh(_newest(stored.filter(pl.col("market") == m)), now, policy.freshness_hours)
         for m in results
     ]
+    unique = checks.article_id_unique(stored)
+    days = sum(
+        _stage_days(tx, market, stored, new, now, fresh.passed, unique.passed)
+        for market, fresh in zip(results, freshness, strict=True)
+    )
+    yield dg.MaterializeResult(
+        asset_key=NEWS_DAYS.name, metadata=row_counts(tx, NEWS_DAYS.name, days)
+    )
     outcomes = {
-        "article_id_unique": (checks.article_id_unique(stored), dg.AssetCheckSeverity.ERROR),
+        "article_id_unique": (unique, dg.AssetCheckSeverity.ERROR),
         "articles_complete": (checks.articles_complete(new), dg.AssetCheckSeverity.ERROR),
         "fresh": (
             checks.Outcome(
@@ -153,6 +163,33 @@ def _check_results(
             severity=severity,
             metadata=outcome.metadata,
         )
+
+
+def _stage_days(
+    tx: RunTransaction,
+    market: str,
+    stored: pl.DataFrame,
+    new: pl.DataFrame,
+    now: datetime,
+    fresh: bool,
+    unique: bool,
+) -> int:
+    """Stage the market's `news_days` from its stored articles and this refresh's checks."""
+    ours = pl.col("market") == market
+    incomplete = checks.incomplete_articles(new.filter(ours))
+    failed = {condition.FRESH: "WARN"} if not fresh else {}
+    if not unique:  # the table's ids: every market's day shows it (the check is table-wide)
+        failed[condition.UNIQUE] = "ERROR"
+    rows = condition.news_days(
+        market,
+        stored.filter(ours)["published_at"],
+        stored_rows(tx, NEWS_DAYS, market),
+        incomplete["published_at"].dt.date().drop_nulls().to_list(),
+        now.astimezone(UTC).date(),
+        failed,
+    )
+    stage_market_file(tx, NEWS_DAYS, market, rows)
+    return rows.height
 
 
 def _checked_columns(tx: RunTransaction, market: str) -> pl.DataFrame:

@@ -37,14 +37,19 @@ def article_id_unique(articles: pl.DataFrame) -> Outcome:
     )
 
 
-def articles_complete(articles: pl.DataFrame) -> Outcome:
-    """Every article has a publication instant and a non-empty body."""
-    incomplete = articles.filter(
+def incomplete_articles(articles: pl.DataFrame) -> pl.DataFrame:
+    """The articles without a publication instant or with an empty body."""
+    return articles.filter(
         pl.col("published_at").is_null()
         | pl.col("timestamp").is_null()
         | pl.col("body").is_null()
         | (pl.col("body").str.strip_chars() == "")
     ).select("article_id", "feed", "published_at", "body")
+
+
+def articles_complete(articles: pl.DataFrame) -> Outcome:
+    """Every article has a publication instant and a non-empty body."""
+    incomplete = incomplete_articles(articles)
     return Outcome(
         passed=incomplete.is_empty(),
         metadata={"incomplete": incomplete.height, "offending": _rows(incomplete)},

@@ -8,18 +8,19 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_REJECTS
-from pipelines.catalog.state import PRICE_STATE
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_DAYS, PRICE_REJECTS
+from pipelines.catalog.quality import check_name
+from pipelines.catalog.state import PRICE_FINDINGS, PRICE_STATE
 from pipelines.platform.check_rows import markdown
 from pipelines.platform.daily import in_daily_job
 from pipelines.platform.runs import RunDays, RunOptions, run_days, step_name
-from pipelines.prices import checks
+from pipelines.prices import checks, condition
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.prices.update import MarketPrices, Request, update_market
 from pipelines.warehouse.metadata import row_counts
 from pipelines.warehouse.resource import WarehouseResource
 from pipelines.warehouse.staging import RunTransaction
-from pipelines.warehouse.tables import stored_rows
+from pipelines.warehouse.tables import scan, stage_market_file, stored_rows
 
 EMBEDDED_PRICES = dg.AssetKey("embedded_market_prices")
 """The embedded market's price files (another domain's asset), depended on by key in embedded mode."""
@@ -70,6 +71,8 @@ class WrittenBars:
     offending: dict[str, list[pl.DataFrame]] = field(
         default_factory=lambda: {name: [] for name in ROW_CHECKS}
     )
+    starts: list[pl.DataFrame] = field(default_factory=list)
+    """Per shard: each written symbol's first written day (market, symbol, first)."""
 
     def add(self, bars: pl.DataFrame) -> None:
         """Check one shard's written bars (one market's, sorted or not)."""
@@ -80,6 +83,7 @@ class WrittenBars:
         if isinstance(newest, date) and (self.newest is None or newest > self.newest):
             self.newest = newest
         market = bars["market"][0]
+        self.starts.append(bars.group_by("market", "symbol").agg(first=pl.col("date").min()))
         found = {
             "unique_symbol_date": checks.duplicate_bars(bars),
             "positive_prices": checks.non_positive_prices(bars),
@@ -96,6 +100,23 @@ class WrittenBars:
     def rows_of(self, check: str) -> pl.DataFrame:
         frames = self.offending[check]
         return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+    def written_from(self, market: str) -> pl.DataFrame:
+        """Each symbol of `market` the run wrote, with its first written day (symbol, first)."""
+        starts = pl.concat([pl.DataFrame(schema=_STARTS), *self.starts], how="vertical_relaxed")
+        of_market = starts.filter(pl.col("market") == market)
+        return of_market.group_by("symbol").agg(pl.col("first").min())
+
+    def findings(self, market: str) -> pl.DataFrame:
+        """The row checks' findings in `market`'s written bars, by symbol and day."""
+        found = {
+            check_name(DAILY_PRICES.name, name): (self.rows_of(name), severity.value)
+            for name, severity in ROW_CHECKS.items()
+        }
+        return condition.row_findings(market, found)
+
+
+_STARTS = {"market": pl.String(), "symbol": pl.String(), "first": pl.Date()}
 
 
 def price_check_results(
@@ -127,15 +148,9 @@ def freshness_result(
 ) -> dg.AssetCheckResult:
     """Fails (ERROR) when any symbol's newest stored bar is stale, when a listed symbol has no
     stored bar at all (its source answered nothing usable), or when a market holds no bar."""
-    listed = listed or {}
     stale = [
-        checks.stale_symbols(
-            state.select("symbol", pl.col("last_date").alias("date")),
-            reference,
-            budgets[market],
-            listed.get(market, ()),
-        ).with_columns(market=pl.lit(market))
-        for market, state in states.items()
+        rows.with_columns(market=pl.lit(market))
+        for market, rows in stale_by_market(states, reference, budgets, listed).items()
     ]
     empty = sorted(market for market, state in states.items() if state.is_empty())
     offending = pl.concat(stale, how="diagonal_relaxed") if stale else pl.DataFrame()
@@ -156,6 +171,25 @@ def freshness_result(
             "stale_symbols": dg.MetadataValue.md(markdown(offending)),
         },
     )
+
+
+def stale_by_market(
+    states: dict[str, pl.DataFrame],
+    reference: date,
+    budgets: dict[str, int],
+    listed: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Per market, the symbols the fresh check finds stale at `reference` (symbol, newest, age)."""
+    listed = listed or {}
+    return {
+        market: checks.stale_symbols(
+            state.select("symbol", pl.col("last_date").alias("date")),
+            reference,
+            budgets[market],
+            listed.get(market, ()),
+        )
+        for market, state in states.items()
+    }
 
 
 def rejects_result(asset: str, rejects: pl.DataFrame) -> dg.AssetCheckResult:
@@ -207,6 +241,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                     deps=[INSTRUMENTS.name, *([EMBEDDED_PRICES] if embedded else [])],
                 ),
                 dg.AssetSpec(PRICE_REJECTS.name, description=PRICE_REJECTS.description),
+                dg.AssetSpec(PRICE_DAYS.name, description=PRICE_DAYS.description),
             ],
             check_specs=specs,
             group_name="raw",
@@ -220,6 +255,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             tx = warehouse.transaction(context.run.run_id, step_name(context))
             days = run_days(run_options)
             requests = [_request(tx, market, days, run_options) for market in run_options.markets]
+            before = {r.market: stored_rows(tx, PRICE_STATE, r.market) for r in requests}
             results = [update_market(tx, price_sources.for_market(r.market), r) for r in requests]
             # One shard's bars at a time: the step's memory stays that of a shard.
             found = WrittenBars()
@@ -241,14 +277,49 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 metadata=row_counts(tx, PRICE_REJECTS.name, rejects.height),
             )
             budgets = {m: price_sources.freshness_days[m] for m in states}
-            yield from row_check_results(found)
             listed = {r.market: r.symbols for r in requests}
+            stale = stale_by_market(states, days.through, budgets, listed)
+            day_rows = sum(
+                stage_days(tx, r, found, before[r.market], stale[r.market], days.through)
+                for r in results
+            )
+            yield dg.MaterializeResult(
+                asset_key=PRICE_DAYS.name, metadata=row_counts(tx, PRICE_DAYS.name, day_rows)
+            )
+            yield from row_check_results(found)
             yield freshness_result(states, days.through, budgets, listed)
             yield rejects_result("price_rejects", rejects)
 
         return raw_daily_prices
 
     return in_daily_job(build())
+
+
+def stage_days(
+    tx: RunTransaction,
+    result: MarketPrices,
+    found: WrittenBars,
+    before: pl.DataFrame,
+    stale: pl.DataFrame,
+    through: date,
+) -> int:
+    """Stage one market's `price_findings` and `price_days` after its bars; the days' rows."""
+    market, written = result.market, found.written_from(result.market)
+    carried = condition.carried_findings(
+        stored_rows(tx, PRICE_FINDINGS, market), written, result.removed
+    )
+    kept = condition.findings(
+        carried,
+        found.findings(market),
+        condition.boundary_gaps(market, written, before),
+        condition.stale_findings(market, stale, through),
+    )
+    stored = scan(tx.store.storage, tx.partitions(DAILY_PRICES.name, market).values(), DAILY_PRICES)
+    bars = stored.group_by("date").agg(bars=pl.len()).collect()
+    rows = condition.price_days(market, bars, kept, through)
+    stage_market_file(tx, PRICE_FINDINGS, market, kept)
+    stage_market_file(tx, PRICE_DAYS, market, rows)
+    return rows.height
 
 
 def _request(tx: RunTransaction, market: str, days: RunDays, options: RunOptions) -> Request:
