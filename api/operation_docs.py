@@ -36,12 +36,13 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "legacy-trends": ("Trend episodes, legacy form", "A coin's trend episodes under a top-level `Success` member, as the earlier interface answered."),
     "legacy-sentiment": ("Sentiment by topic, legacy form", "A coin's daily dominant news topic with positive and negative counts over `days` days, under `Success`."),
     "list-versions": ("The retained data versions", "Every retained data version newest first (`from`, `to` as RFC 3339 instants or YYYY-MM-DD days, `limit`): its id, when it was published and which tables of which markets it changed. Any data route's `as_of` takes an id or an instant and answers as that version did. Free with a valid key; counts toward the rate and connection limits."),
+    "data-status": ("Each day's condition", "Per day of the market's calendar from `from` through `to` (YYYY-MM-DD, default the last 30 days, at most 366), newest first: `available`; `degraded` (a WARN check failed); `pending` (absent, not due yet: a day is due at 02:30 UTC the next day); `missing` (an ERROR check failed, or absent although due), with the names of the failed checks. Free with a valid key; counts toward the rate and connection limits."),
 }  # fmt: skip
 """Operation name -> (summary, description)."""
 
 TAGS: dict[str, str] = {
     "system": "Liveness and status of the service.",
-    "versions": "The retained data versions that `as_of` answers from.",
+    "versions": "The retained data versions that `as_of` answers from, and each day's condition.",
     "instruments": "What a market holds: symbols, names, search, and each instrument's scorecard.",
     "technical-analysis": "Daily prices and technical indicators.",
     "newsroom": "News briefs with sentiment, and written analyses of coins and the crypto market.",

@@ -335,6 +335,15 @@ VERSIONS_FROM = Text(
 VERSIONS_TO = Text(
     "to", "the latest publish instant listed: RFC 3339, or a day YYYY-MM-DD (its end)"
 )
+STATUS_DAYS = 366
+"""The most days one data-status answer lists (decisions.md, Freshness)."""
+STATUS_DEFAULT_DAYS = 30
+STATUS_FROM = Text(
+    "from",
+    f"the first day listed, YYYY-MM-DD; default {STATUS_DEFAULT_DAYS - 1} days before `to` "
+    f"(at most {STATUS_DAYS} days in all)",
+)
+STATUS_TO = Text("to", "the last day listed, YYYY-MM-DD; default today (UTC)")
 AS_OF = Text(
     "as_of",
     "answer as the API did then: an RFC 3339 instant (with Z or an offset) or a data version id "

@@ -6,6 +6,7 @@ from litestar import Controller
 
 from api.routes.bulk import BulkController
 from api.routes.common import mounted
+from api.routes.data_status import DataStatusController
 from api.routes.instruments import InstrumentsController
 from api.routes.legacy import LegacyController
 from api.routes.newsroom import CryptoNewsroomController, NewsroomController
@@ -23,6 +24,7 @@ V2_CONTROLLERS: list[type[Controller]] = [
         CryptoTradesController,
         MarketTradesController,
         BulkController,
+        DataStatusController,
     ),
     LegacyController,
 ]

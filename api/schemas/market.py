@@ -508,3 +508,24 @@ class LegacySentimentSuccess(Wire, frozen=True):
 
     Success: list[LegacySentimentPoint]
     """One point per day with news."""
+
+
+class DayStatus(Wire, frozen=True):
+    """One day of a market's calendar and its condition (decisions.md, Freshness)."""
+
+    date: str
+    """The day, YYYY-MM-DD (UTC)."""
+    status: str
+    """available, degraded (a WARN check failed), pending (not due yet) or missing (an ERROR
+    check failed, or the day is absent although due)."""
+    checks: list[str]
+    """`asset.check` names of the checks that failed on the day (WARN and ERROR), sorted."""
+
+
+class DataStatus(Wire, frozen=True):
+    """A market's days, newest first."""
+
+    market: str
+    """The market the days are of."""
+    days: list[DayStatus]
+    """Newest first."""

@@ -39,8 +39,13 @@ SPEC_PATHS = {
     "/api/v2/sentiment/sentiment/{coin}/{days}",
 }
 """Every path of the spec (legacy <COIN>/<DAYS> written as parameters)."""
-DECISION_PATHS = {"/api/v2/{market}/bulk/{dataset}", "/api/v1/versions"}
-"""Paths decisions.md adds beyond the spec (bulk export: files, not JSON; the version log)."""
+DECISION_PATHS = {
+    "/api/v2/{market}/bulk/{dataset}",
+    "/api/v1/versions",
+    "/api/v2/{market}/data-status",
+}
+"""Paths decisions.md adds beyond the spec (bulk export: files, not JSON; the version log; each
+day's condition)."""
 
 SPEC_FIELDS = {
     "Instrument": {"name", "symbol", "logo"},

@@ -1,0 +1,99 @@
+"""/api/v2/{market}/data-status: each day's condition, from the checks the pipeline ran on it."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+
+from api.errors import InvalidParameter, error_responses
+from api.params import STATUS_DAYS, STATUS_DEFAULT_DAYS, STATUS_FROM, STATUS_TO, day_param
+from api.queries import Row
+from api.queries import data_status as queries
+from api.request_values import RequestValues
+from api.responses import serve
+from api.routes.common import (
+    DATA_ROUTES,
+    market_of,
+    request_instant_ms,
+    request_snapshot,
+    require_tables,
+    take_snapshot,
+)
+from api.schemas import DataStatus, DayStatus
+from pipelines.catalog.quality import day_status, last_due_day, market_days
+
+
+def requested_days(since: date | None, until: date | None, today: date) -> tuple[date, date]:
+    """`from` and `to` with their defaults (the 30 days through today); 422 when `from` is after
+    `to` or they span more than 366 days."""
+    last = until or today
+    first = since or last - timedelta(days=STATUS_DEFAULT_DAYS - 1)
+    if first > last:
+        raise InvalidParameter("from", "must not be later than 'to'")
+    if (last - first).days + 1 > STATUS_DAYS:
+        raise InvalidParameter("to", f"at most {STATUS_DAYS} days from 'from'")
+    return first, last
+
+
+def statuses(
+    market: str,
+    first: date,
+    last: date,
+    last_due: date,
+    prices: list[Row],
+    news: list[Row],
+) -> list[DayStatus]:
+    """Every day of the market's calendar from `first` through `last`, newest first: a day the
+    prices do not hold has no bars; the news checks' failures join the prices'."""
+    by_day = {row["date"]: row for row in prices}
+    news_by_day = {row["date"]: row for row in news}
+    days = []
+    for day in reversed(market_days(market, first, last)):
+        price = by_day.get(day, {})
+        extra = news_by_day.get(day, {})
+        warnings = [*price.get("warnings", ()), *extra.get("warnings", ())]
+        errors = [*price.get("errors", ()), *extra.get("errors", ())]
+        status = day_status(day <= last_due, price.get("bars", 0), warnings, errors)
+        checks = sorted({*warnings, *errors})
+        days.append(DayStatus(date=day.isoformat(), status=status, checks=checks))
+    return days
+
+
+class DataStatusController(Controller):
+    """The condition of each day of a market. Free with a valid key (`data-status` costs 0)."""
+
+    path = "/api/v2/{market:str}"
+    tags = ["versions"]  # noqa: RUF012 (Litestar reads this class attribute)
+    before_request = staticmethod(take_snapshot)
+    opt = DATA_ROUTES
+
+    @get(
+        "/data-status",
+        opt={"operation": "data-status", "query": (STATUS_FROM, STATUS_TO)},
+        responses=error_responses(404, 422, 503),
+    )
+    async def data_status(self, request: Request[Any, Any, Any]) -> Response[DataStatus]:
+        snapshot = request_snapshot(request)
+        market = market_of(request)
+        values = RequestValues.of(request.scope)
+        now = datetime.fromtimestamp(request_instant_ms(request) / 1000, UTC)
+        since = day_param("from", values.text(STATUS_FROM))
+        until = day_param("to", values.text(STATUS_TO))
+        first, last = requested_days(since, until, now.date())
+        last_due = last_due_day(now)
+        require_tables(snapshot, "price_days")
+
+        async def build() -> DataStatus:
+            prices = await queries.price_days(snapshot, market, first, last)
+            news = await queries.news_days(snapshot, market, first, last)
+            return DataStatus(
+                market=market, days=statuses(market, first, last, last_due, prices, news)
+            )
+
+        # The answer moves with the clock only when a day becomes due: the newest due day is
+        # part of its key (and ETag), and the raw request is not remembered across the clock.
+        due = max(min(last_due, last), first - timedelta(days=1))
+        key = ("data-status", market, first, last, due)
+        return await serve(request, snapshot, key, build, remember=False)
