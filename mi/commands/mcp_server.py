@@ -19,6 +19,7 @@ from market_intelligence import (
     BriefList,
     CurrentAction,
     CurrentTrend,
+    DataStatus,
     Indicators,
     InstrumentAnalysis,
     InstrumentSearch,
@@ -263,6 +264,13 @@ class MarketTools:
         call = client.get_recommendations(strategy=strategy, limit=limit, min_score=min_score)
         return await self._answer(client, "recommendations", call)
 
+    async def data_status(
+        self, market: Market, start: DayArg = None, end: DayArg = None, as_of: AsOfArg = None
+    ) -> CallToolResult:
+        client = self.at(as_of)
+        call = client.data_status(market, start=start, end=end)
+        return await self._answer(client, "data_status", call)
+
     async def balance(self) -> CallToolResult:
         return await self._answer(self.client, "balance", self.client.ping())
 
@@ -282,6 +290,7 @@ TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[type[Resource], ...]]] = {
     "backtest_summary": ("A strategy's backtest of a coin over `years`: returns, trades, win rate, against buy-and-hold.", ("get-backtest-summary",), (BacktestSummary,)),
     "current_action": ("What a strategy does on a coin on the latest day: Buy, Sell, Hold or Stay.", ("get-current-action",), (CurrentAction,)),
     "recommendations": ("Coins a strategy recommends: score at least `min_score` (0 to 5), best first.", ("get-recommendations",), (RecommendationList,)),
+    "data_status": ("Each day of a market from `start` to `end` (default the last 30, at most 366), newest first: available, degraded (a warning check failed), pending (not due yet) or missing, with the failed checks.", ("data-status",), (DataStatus,)),
     "balance": ("The key's token balance: spent and remaining this month and today.", ("ping",), (Ping,)),
 }  # fmt: skip
 """Tool name (a method of MarketTools) -> what it gives, the API operations it may call, the

@@ -22,6 +22,7 @@ from market_intelligence import (
     Client,
     CurrentAction,
     CurrentTrend,
+    DataStatus,
     Indicators,
     Instrument,
     InstrumentAnalysis,
@@ -57,6 +58,7 @@ ROUTES: list[tuple[str, str, tuple[Any, ...], dict[str, Any], type[Resource]]] =
     ("/api/v1/ping", "ping", (), {}, Ping),
     ("/api/v1/status", "status", (), {}, SystemStatus),
     ("/api/v1/versions", "list_versions", (), {"limit": 2}, VersionList),
+    ("/api/v2/{market}/data-status", "data_status", ("stocks",), {}, DataStatus),
     ("/api/v2/{market}/instruments/list-symbols", "list_symbols", ("stocks",), {"limit": 2}, SymbolList),
     ("/api/v2/{market}/instruments/get-detail/{symbol}", "get_detail", ("crypto", "eth"), {}, Instrument),
     ("/api/v2/{market}/instruments/search-instruments/{term}", "search_instruments", ("crypto", "bit"), {}, InstrumentSearch),
@@ -86,7 +88,7 @@ FILES = {"/api/v2/{market}/bulk/{dataset}": "bulk_export"}
 """Routes that answer files, not resources: template -> the SDK method that saves them."""
 PUBLIC = {"/api/v1/status"}
 """Routes that carry no balance headers (no token accounting)."""
-FREE = {"/api/v1/versions"}
+FREE = {"/api/v1/versions", "/api/v2/{market}/data-status"}
 """Metered routes that cost 0 tokens with a key."""
 
 

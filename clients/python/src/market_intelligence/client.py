@@ -23,6 +23,7 @@ from market_intelligence.models import (
     CurrentAction,
     CurrentTrend,
     Dataset,
+    DataStatus,
     FileFormat,
     Indicators,
     Instrument,
@@ -232,6 +233,14 @@ class Client(_Settings):
         """The retained data versions, newest first, published from `start` to `end` (limit
         1..500, default 50); free with a key. Each `version` is a value for `at`."""
         return self._send(routes.list_versions(start, end, limit))
+
+    def data_status(
+        self, market: Market, *, start: date | None = None, end: date | None = None
+    ) -> DataStatus:
+        """Each day of the market's calendar from `start` to `end` (default the last 30 days, at
+        most 366), newest first: available, degraded, pending or missing, with the failed
+        checks; free with a key."""
+        return self._send(routes.data_status(market, start, end))
 
     def list_symbols(
         self, market: Market, *, limit: int | None = None, skip: int | None = None
@@ -512,6 +521,14 @@ class AsyncClient(_Settings):
         """The retained data versions, newest first, published from `start` to `end` (limit
         1..500, default 50); free with a key. Each `version` is a value for `at`."""
         return await self._send(routes.list_versions(start, end, limit))
+
+    async def data_status(
+        self, market: Market, *, start: date | None = None, end: date | None = None
+    ) -> DataStatus:
+        """Each day of the market's calendar from `start` to `end` (default the last 30 days, at
+        most 366), newest first: available, degraded, pending or missing, with the failed
+        checks; free with a key."""
+        return await self._send(routes.data_status(market, start, end))
 
     async def list_symbols(
         self, market: Market, *, limit: int | None = None, skip: int | None = None

@@ -92,6 +92,22 @@ class VersionList(Resource, frozen=True):
     versions: list[DataVersion]
 
 
+DayCondition = Literal["available", "degraded", "pending", "missing"]
+
+
+class DayStatus(Resource, frozen=True):
+    """One day of a market's calendar: `checks` names the checks that failed on it."""
+
+    date: str
+    status: DayCondition
+    checks: list[str]
+
+
+class DataStatus(Resource, frozen=True):
+    market: str
+    days: list[DayStatus]
+
+
 # -- instruments
 
 

@@ -19,6 +19,7 @@ from market_intelligence.models import (
     CurrentAction,
     CurrentTrend,
     Dataset,
+    DataStatus,
     FileFormat,
     Indicators,
     Instrument,
@@ -135,6 +136,11 @@ def _instant(moment: Moment | str | None) -> str | None:
     if isinstance(moment, date):
         return f"{moment.isoformat()}T00:00:00Z"
     return datetime.fromtimestamp(moment / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def data_status(market: Market, start: date | None, end: date | None) -> Call[DataStatus]:
+    days = {"from": start.isoformat() if start else None, "to": end.isoformat() if end else None}
+    return Call("/api/v2/" + _path(market, "data-status"), DataStatus, _query(**days))
 
 
 # -- instruments
