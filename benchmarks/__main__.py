@@ -24,6 +24,7 @@ from benchmarks.pipeline import (
     SIZES,
     pipeline_section,
 )
+from benchmarks.point_in_time import SIZES as RETENTION_SIZES
 from benchmarks.sentiment import sentiment_section
 from benchmarks.serving import (
     METERING_CONNECTIONS,
@@ -94,6 +95,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=END_DATE,
         help="pipeline: MI_END_DATE of the full runs",
     )
+    parser.add_argument(
+        "--retention-sizes",
+        default=",".join(map(str, RETENTION_SIZES)),
+        help="versions: instruments of each day-of-retention figure (serving and expiry at 5000)",
+    )
     parser.add_argument("--out", type=Path, default=Path("data/bench"), help="JSON directory")
     parser.add_argument(
         "--markdown", type=Path, metavar="JSON", help="print a written run as Markdown and exit"
@@ -101,6 +107,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
     args.sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
+    args.retention_sizes = tuple(int(n) for n in args.retention_sizes.split(",") if n.strip())
     args.metering_connections = tuple(int(n) for n in args.metering_connections.split(","))
     args.metering_workers = tuple(int(n) for n in args.metering_workers.split(","))
     unknown = set(args.sections) - set(SECTIONS)
@@ -156,7 +163,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
             args.executors or None,
         ),
         "sentiment": sentiment_section,
-        "versions": lambda: versions_section(scratch),
+        "versions": lambda: versions_section(scratch, retention_sizes=args.retention_sizes),
     }
     info: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -38,6 +38,7 @@ from moto.server import ThreadedMotoServer
 from benchmarks.figures import Figure, Goal
 from benchmarks.load import LoadResult, run_load
 from benchmarks.pipeline import END_DATE, NEWS_DAYS, RUN_TIMEOUT
+from benchmarks.point_in_time import SIZES as RETENTION_SIZES
 from benchmarks.point_in_time import point_in_time_figures
 from benchmarks.servers import free_port, mi, mi_serve_command, serving
 from benchmarks.threads import process_tree, rss_mib
@@ -288,9 +289,13 @@ def _traffic(base: str) -> None:
                 client.get(f"/api/v2/{market}/technical-analysis/get-price-history/{symbol}")
 
 
-def versions_section(scratch: Path, sizes: tuple[int | None, ...] = SIZES) -> list[Figure]:
+def versions_section(
+    scratch: Path,
+    sizes: tuple[int | None, ...] = SIZES,
+    retention_sizes: tuple[int, ...] = RETENTION_SIZES,
+) -> list[Figure]:
     figures: list[Figure] = []
     with object_storage() as endpoint:
         for instruments in sizes:
             figures += warehouse_figures(scratch, endpoint, instruments)
-    return figures + point_in_time_figures(scratch)
+    return figures + point_in_time_figures(scratch, retention_sizes)
