@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import msgspec
 
+from api.metering.backends import open_store
 from api.metering.config import load_config
-from api.metering.store import open_store
 from benchmarks import threads
 from benchmarks.bare_app import PRICE_BODY_ENV
 from benchmarks.figures import Figure, Goal

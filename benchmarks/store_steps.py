@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from api.metering.backends import open_store
 from api.metering.config import load_config
-from api.metering.store import MeteringStore, open_store
+from api.metering.store import MeteringStore
 from benchmarks.serving import REDIS_URL, redis_cleanup
 
 ROUTE = "list-symbols"

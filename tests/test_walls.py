@@ -10,6 +10,8 @@
   an installed package with a part that starts with an underscore): those change without notice
   between releases. The standard library is outside this wall (`re._parser` serves the news
   grammar's literal gate, `pipelines/newsroom/caseless.py`);
+- no import circle inside `api`, `mi` or `analysis` (a module that needs both ends of one lives
+  apart: `api/metering/backends.py`);
 - the pipeline's folders are layers (`PIPELINE_LAYERS`, docs/architecture.md): a folder imports
   only the folders below it, and its root holds nothing but `definitions.py`, which assembles them.
 """
@@ -201,3 +203,61 @@ def test_the_walls_see_imports() -> None:
     vacuously)."""
     found = set(imported_modules(ROOT / "api" / "metering" / "middleware.py"))
     assert {"api.auth", "api.errors", "pipelines.catalog"} <= found
+
+
+def circles(part: str) -> list[list[str]]:
+    """The import circles among `part`'s modules (strongly connected components of more than one
+    module; imports inside functions count: they close a circle as surely at run time)."""
+    paths = {_module_name(p): p for p in modules_of(part)}
+    graph = {m: {i for i in imported_modules(p) if i in paths and i != m} for m, p in paths.items()}
+    return [c for c in _components(graph) if len(c) > 1]
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit to meet)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        component.append(member)
+                        if member == node:
+                            break
+                    found.append(sorted(component))
+            elif step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                work.append((step, iter(sorted(graph[step]))))
+            elif step in stack:
+                low[node] = min(low[node], index[step])
+    return found
+
+
+@pytest.mark.parametrize("part", ["api", "mi", "analysis"])
+def test_no_import_circle_inside_a_part(part: str) -> None:
+    assert circles(part) == []
+
+
+def test_the_circle_reader_finds_a_circle() -> None:
+    """The pipeline still has three circles (its layout is the renovation's): the reader sees them."""
+    assert ["pipelines.embedded_market", "pipelines.embedded_market.market"] in circles("pipelines")

@@ -1,12 +1,12 @@
 """Metering: API keys, plans, token costs, rate and connection limits, and the ledger."""
 
+from api.metering.backends import open_store
 from api.metering.config import MeteringConfig, load_config, request_cost
 from api.metering.middleware import MeteringMiddleware, charge_rows, report_points
 from api.metering.model import Account, Balance, MeteringUnavailableError
 from api.metering.store import (
     MeteringStore,
     default_store_url,
-    open_store,
     store_url_from_env,
 )
 

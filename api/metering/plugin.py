@@ -14,9 +14,10 @@ from litestar.plugins import InitPluginProtocol
 
 from api.auth import AuthenticationMiddleware
 from api.health import PingCheck
+from api.metering.backends import open_store
 from api.metering.config import MeteringConfig, config_from_env
 from api.metering.middleware import MeteringMiddleware
-from api.metering.store import MeteringStore, open_store, store_url_from_env
+from api.metering.store import MeteringStore, store_url_from_env
 
 METERING_OFF = "off"
 """`MI_METERING_URL=off`: serve without the metering plugin (benchmarks' metering-off baseline)."""

@@ -1,4 +1,7 @@
-"""The async `MeteringStore` interface, its key cache, and `open_store` choosing a backend by URL."""
+"""The async `MeteringStore` interface, its key cache, and where the store lives by default.
+
+`api.metering.backends.open_store` chooses a backend by URL (it imports both, which import this).
+"""
 
 from __future__ import annotations
 
@@ -229,16 +232,3 @@ def default_store_url(data_dir: Path) -> str:
 def store_url_from_env(env: Mapping[str, str], data_dir: Path) -> str:
     """`MI_METERING_URL`, else the SQLite file `<data_dir>/metering.sqlite3`."""
     return env.get("MI_METERING_URL") or default_store_url(data_dir)
-
-
-def open_store(url: str, config: MeteringConfig, clock: Clock | None = None) -> MeteringStore:
-    """A store for `sqlite:///absolute/path` or `redis://host:port/db[?prefix=...]` (connects lazily)."""
-    if url.startswith("sqlite:///"):
-        from api.metering.sqlite_store import SqliteMeteringStore
-
-        return SqliteMeteringStore(Path(url.removeprefix("sqlite://")), config, clock)
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from api.metering.redis_store import RedisMeteringStore
-
-        return RedisMeteringStore(url, config, clock)
-    raise ValueError(f"unsupported metering store URL {url!r} (sqlite:///path or redis://...)")

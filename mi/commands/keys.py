@@ -11,9 +11,10 @@ from typing import TypeVar
 
 import click
 
+from api.metering.backends import open_store
 from api.metering.config import MeteringConfig, MeteringConfigError, config_from_env
 from api.metering.model import key_id_from_reference
-from api.metering.store import MeteringStore, open_store, store_url_from_env
+from api.metering.store import MeteringStore, store_url_from_env
 
 T = TypeVar("T")
 

@@ -15,8 +15,8 @@ import redis
 from litestar.testing import TestClient
 
 from api.app import asgi_app
+from api.metering.backends import open_store
 from api.metering.config import load_config
-from api.metering.store import open_store
 from benchmarks import request_instructions, store_steps
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job

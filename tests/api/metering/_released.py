@@ -7,8 +7,8 @@ import asyncio
 import os
 import sys
 
+from api.metering.backends import open_store
 from api.metering.config import load_config
-from api.metering.store import open_store
 
 
 async def main(url: str, key: str, now: float) -> None:

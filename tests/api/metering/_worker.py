@@ -7,8 +7,8 @@ import sys
 
 import msgspec
 
+from api.metering.backends import open_store
 from api.metering.config import Limits, load_config
-from api.metering.store import open_store
 
 
 async def main(url: str, key: str, requests: int, cost: int) -> int:

@@ -20,9 +20,10 @@ import httpx
 import pytest
 import redis
 
+from api.metering.backends import open_store
 from api.metering.config import MeteringConfig, load_config
 from api.metering.model import Account, Charge, LedgerEntry
-from api.metering.store import MeteringStore, open_store
+from api.metering.store import MeteringStore
 from pipelines.catalog import Manifest, PartitionFile, write_manifest
 from tests.api.conftest import price_frame
 

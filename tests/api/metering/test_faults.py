@@ -33,9 +33,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from api.metering.backends import open_store
 from api.metering.config import DEFAULT_CONFIG_PATH, MeteringConfig, load_config
 from api.metering.model import LedgerEntry
-from api.metering.store import open_store
 
 from .conftest import (
     BAD_STRATEGY,

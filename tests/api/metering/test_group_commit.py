@@ -19,6 +19,7 @@ import redis
 
 from api.metering import redis_store as redis_store_module
 from api.metering import sqlite_store
+from api.metering.backends import open_store
 from api.metering.config import Limits, MeteringConfig, MeteringConfigError, Plan
 from api.metering.model import (
     UNLIMITED_BALANCE,
@@ -32,7 +33,7 @@ from api.metering.model import (
 from api.metering.redis_store import _RECORD, _SETTLE, BATCH, RedisMeteringStore, _bulk, _Script
 from api.metering.resp import RespProtocol
 from api.metering.sqlite_store import SqliteMeteringStore
-from api.metering.store import MeteringStore, open_store
+from api.metering.store import MeteringStore
 
 from .conftest import REDIS_URL, FakeClock, new_account
 

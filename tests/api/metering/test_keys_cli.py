@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from api.metering.backends import open_store
 from api.metering.config import DEFAULT_CONFIG_PATH, MeteringConfig
 from api.metering.model import KEY_PATTERN, Outcome
-from api.metering.store import open_store
 from mi.cli import main
 
 pytestmark = pytest.mark.anyio

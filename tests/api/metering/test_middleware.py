@@ -19,11 +19,12 @@ from litestar.response import Stream
 from api.auth import AuthenticationMiddleware
 from api.errors import ApiFailure, handle_api_error
 from api.metering import MeteringMiddleware, charge_rows, report_points
+from api.metering.backends import open_store
 from api.metering.config import Limits, MeteringConfig
 from api.metering.middleware import unpriced
 from api.metering.model import key_id_of
 from api.metering.plugin import MeteringPlugin
-from api.metering.store import MeteringStore, open_store
+from api.metering.store import MeteringStore
 
 from .conftest import FakeClock, StoreFactory
 

@@ -22,9 +22,10 @@ import httpx
 import pytest
 import redis
 
+from api.metering.backends import open_store
 from api.metering.config import load_config
 from api.metering.model import Account
-from api.metering.store import MeteringStore, open_store
+from api.metering.store import MeteringStore
 from api.settings import ApiSettings
 
 from .conftest import (

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 import redis.asyncio as aioredis
 
+from api.metering.backends import open_store
 from api.metering.config import Limits, MeteringConfig
 from api.metering.model import (
     KEY_PATTERN,
@@ -29,7 +30,7 @@ from api.metering.model import (
 )
 from api.metering.redis_store import RedisMeteringStore
 from api.metering.sqlite_store import SqliteMeteringStore
-from api.metering.store import AUTH_CACHE_SECONDS, REFUSED_CACHE_SECONDS, MeteringStore, open_store
+from api.metering.store import AUTH_CACHE_SECONDS, REFUSED_CACHE_SECONDS, MeteringStore
 
 from .conftest import REDIS_URL, FakeClock, StoreFactory, new_account
 
