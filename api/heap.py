@@ -46,7 +46,7 @@ def frozen_heap(collect: bool = True) -> Iterator[None]:
     `collect` first frees the garbage (a full collection), since a frozen object is never
     collected as part of a cycle. Without it, a heap built under `collection_paused` is frozen as
     it is, its few dropped cycles with it until the block ends: after `mi materialize`'s start-up
-    about 2,000 objects (0.4 MB), against 0.3 s for the collections that would find them."""
+    a few thousand small objects, against the collections that would have walked the heap."""
     if collect:
         gc.collect()
     gc.freeze()

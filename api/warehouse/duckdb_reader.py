@@ -36,9 +36,8 @@ class VersionDatabase:
     A version's schema has one view per catalog table, over a file-set view (`main."<table>#<n>"`,
     `read_parquet` of exactly that table's files) that every version with the same files shares,
     so a new version creates file-set views only for the tables whose files changed. One database,
-    not one per version: opening a DuckDB database takes about 20 ms and holds the GIL in many
-    short bursts (measured: 112 to 280 ms while another thread runs Python), which stalled every
-    request on a worker's event loop at each swap. A retired version's schema is dropped by the
+    not one per version: opening a DuckDB database holds the GIL in many short bursts, which
+    stalled every request on a worker's event loop at each swap. A retired version's schema is dropped by the
     next version's creation, in the reader's thread, never on the event loop.
     """
 
@@ -149,7 +148,7 @@ class _FileSet:
 
 STREAM_BUFFER_BYTES = 1 << 20
 """What DuckDB queues ahead of a paused stream (a bulk export whose client reads slowly): its
-default, 10 MiB a stream, was most of what a stalled export held in the worker."""
+default, ten times this, was most of what a stalled export held in the worker."""
 
 
 class DuckDBSnapshot:

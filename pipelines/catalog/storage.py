@@ -21,8 +21,8 @@ from pipelines.catalog.manifest import MANIFEST_NAME, Manifest, manifest_from_js
 from pipelines.catalog.schema import Table
 
 if TYPE_CHECKING:
-    # Imported where used: a local run reads its files with Polars, and pyarrow costs every
-    # command 0.1 s at import.
+    # Imported where used: a local run reads its files with Polars, and pyarrow's import would
+    # slow every command.
     import pyarrow as pa
     import pyarrow.fs as pafs
 

@@ -34,7 +34,8 @@ def low_above_open_close(prices: pl.DataFrame) -> pl.DataFrame:
 def duplicate_bars(prices: pl.DataFrame) -> pl.DataFrame:
     """Every bar whose (market, symbol, date) occurs more than once. Counted per series first: a
     series with as many days as bars has no repeat, and only the others' rows are looked at (a
-    count broadcast to every row over the three keys cost a first load's price step a twentieth)."""
+    count broadcast to every row over the three keys was a visible part of a first load's price
+    step)."""
     counts = prices.group_by("market", "symbol").agg(rows=pl.len(), days=pl.col("date").n_unique())
     repeated = counts.filter(pl.col("rows") > pl.col("days")).select("market", "symbol")
     return duplicate_keys(

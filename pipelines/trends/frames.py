@@ -21,8 +21,7 @@ TREND_NAMES = tuple(method.LABELS[state] for state in (method.DOWN, method.NEUTR
 
 def named(codes: NDArray[np.integer], names: tuple[str, ...]) -> pl.Series:
     """`names[code]` of every code as a String series. Mapped in Polars: a numpy array of strings
-    becomes a Series one Python object at a time, eight times slower (2 s of a 5,000-instrument
-    first load)."""
+    becomes a Series one Python object at a time, several times slower on a first load."""
     return pl.Series(codes).replace_strict(dict(enumerate(names)), return_dtype=pl.String)
 
 

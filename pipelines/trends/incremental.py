@@ -63,7 +63,7 @@ def append_tables(
     stored bars from its `context_start` (CONTEXT_BARS of them) and its new bars; `tail`: its stored
     trend_history rows from `final_segment_start`; `stored_segments`: its trend_segments rows.
     """
-    # Reads come sorted (`read_symbols`): checking costs a twentieth of sorting 400,000 bars again.
+    # Reads come sorted (`read_symbols`): checking is far cheaper than sorting every bar again.
     state, bars, tail = (
         sorted_by(state, ["symbol"]),
         sorted_by(bars, ["symbol", "date"]),

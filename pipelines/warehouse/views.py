@@ -39,7 +39,7 @@ def apply_object_views(
     """`apply_views` for an s3:// warehouse, on an in-memory connection: DuckDB's httpfs extension
     cannot be assumed (it is downloaded at run time), so each table's current objects are
     registered as a pyarrow dataset (read lazily through pyarrow's S3 client) and viewed from it."""
-    import pyarrow.dataset as ds  # here: with pandas it costs every command 0.35 s at import
+    import pyarrow.dataset as ds  # here: with pandas its import would slow every command
 
     filesystem = location.filesystem()
     for table in TABLES.values():
