@@ -8,7 +8,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Any
 
 import click
 import httpx
@@ -52,6 +52,18 @@ from pydantic import AnyHttpUrl, Field
 
 from api.metering.config import MeteringConfig, cost_text
 from api.metering.model import key_id_of
+from api.params import (
+    BACKTEST_YEARS,
+    BRIEFS_LIMIT,
+    INDICATOR_PERIOD,
+    PRICE_POINTS_LIMIT,
+    RECOMMENDATIONS_LIMIT,
+    SENTIMENT_LIMIT,
+    SYMBOLS_LIMIT,
+    TREND_HISTORY_LIMIT,
+    TREND_SEGMENTS_LIMIT,
+    Bounds,
+)
 from mi.commands.keys import metering_config
 from mi.commands.mcp_results import RESULT_URI, ResultStore, Source, output_schema, tool_result
 from pipelines.platform.outbound import is_loopback
@@ -81,6 +93,12 @@ AsOfArg = Annotated[
         "a data version id from an earlier result's `source.version`; omit for now"
     ),
 ]
+
+
+def within(bounds: Bounds[Any], description: str | None = None) -> Any:
+    """A tool argument's bounds, the API's own (`api.params`): an agent is refused what the API
+    would clamp, and told the range."""
+    return Field(ge=bounds.low, le=bounds.high, description=description or bounds.meaning)
 
 
 def _describe(summary: str, config: MeteringConfig, *operations: str) -> str:
@@ -121,7 +139,7 @@ class MarketTools:
     async def list_instruments(
         self,
         market: Market,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+        limit: Annotated[int, within(SYMBOLS_LIMIT)] = SYMBOLS_LIMIT.default,
         skip: int = 0,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
@@ -150,7 +168,7 @@ class MarketTools:
         self,
         market: Market,
         symbol: SymbolArg,
-        limit: Annotated[int | None, Field(ge=1, description="Newest N days at most")] = 90,
+        limit: Annotated[int | None, within(PRICE_POINTS_LIMIT, "Newest N days at most")] = 90,
         start: DayArg = None,
         end: DayArg = None,
         as_of: AsOfArg = None,
@@ -163,7 +181,9 @@ class MarketTools:
         self,
         market: Market,
         symbol: SymbolArg,
-        period: Annotated[int, Field(ge=2, le=365, description="Window in days")] = 30,
+        period: Annotated[
+            int, within(INDICATOR_PERIOD, "Window in days")
+        ] = INDICATOR_PERIOD.default,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
@@ -175,7 +195,7 @@ class MarketTools:
         self,
         market: Market,
         symbol: SymbolArg,
-        limit: Annotated[int, Field(ge=1, le=5000, description="Crypto: days of history")] = 30,
+        limit: Annotated[int, within(TREND_HISTORY_LIMIT, "Crypto: days of history")] = 30,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
@@ -187,7 +207,7 @@ class MarketTools:
         self,
         market: Market,
         symbol: SymbolArg,
-        limit: Annotated[int, Field(ge=1, le=500)] = 10,
+        limit: Annotated[int, within(TREND_SEGMENTS_LIMIT)] = 10,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
@@ -199,7 +219,7 @@ class MarketTools:
         self,
         market: Market,
         symbol: SymbolArg,
-        limit: Annotated[int, Field(ge=1, le=500)] = 10,
+        limit: Annotated[int, within(BRIEFS_LIMIT)] = BRIEFS_LIMIT.default,
         keywords: Annotated[
             str | None, Field(description="Words every title must hold (past 24 hours only)")
         ] = None,
@@ -217,7 +237,7 @@ class MarketTools:
         self,
         market: Market,
         symbol: SymbolArg,
-        limit: Annotated[int, Field(ge=1, le=3650, description="Days")] = 30,
+        limit: Annotated[int, within(SENTIMENT_LIMIT, "Days")] = SENTIMENT_LIMIT.default,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
@@ -237,7 +257,7 @@ class MarketTools:
         self,
         symbol: CoinArg,
         strategy: Strategy = "aggressive",
-        years: Annotated[int, Field(ge=1, le=20)] = 2,
+        years: Annotated[int, within(BACKTEST_YEARS)] = BACKTEST_YEARS.default,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
@@ -256,7 +276,7 @@ class MarketTools:
     async def recommendations(
         self,
         strategy: Strategy = "aggressive",
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        limit: Annotated[int, within(RECOMMENDATIONS_LIMIT)] = RECOMMENDATIONS_LIMIT.default,
         min_score: Annotated[float, Field(ge=0, le=5)] = 3.5,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
