@@ -341,9 +341,12 @@ STATUS_DEFAULT_DAYS = 30
 STATUS_FROM = Text(
     "from",
     f"the first day listed, YYYY-MM-DD; default {STATUS_DEFAULT_DAYS - 1} days before `to` "
-    f"(at most {STATUS_DAYS} days in all)",
+    f"(at most the {STATUS_DAYS} days through `to` are listed)",
+    schema_extra={"format": "date"},
 )
-STATUS_TO = Text("to", "the last day listed, YYYY-MM-DD; default today (UTC)")
+STATUS_TO = Text(
+    "to", "the last day listed, YYYY-MM-DD; default today (UTC)", schema_extra={"format": "date"}
+)
 AS_OF = Text(
     "as_of",
     "answer as the API did then: an RFC 3339 instant (with Z or an offset) or a data version id "

@@ -26,15 +26,18 @@ from pipelines.catalog.quality import day_status, last_due_day, market_days
 
 
 def requested_days(since: date | None, until: date | None, today: date) -> tuple[date, date]:
-    """`from` and `to` with their defaults (the 30 days through today); 422 when `from` is after
-    `to` or they span more than 366 days."""
+    """`from` and `to` with their defaults (the 30 days through today), 422 when `from` is after
+    `to`; a longer range than 366 days is cut to its newest 366 (clamped, as limits are)."""
     last = until or today
-    first = since or last - timedelta(days=STATUS_DEFAULT_DAYS - 1)
+    first = since or _days_before(last, STATUS_DEFAULT_DAYS - 1)
     if first > last:
         raise InvalidParameter("from", "must not be later than 'to'")
-    if (last - first).days + 1 > STATUS_DAYS:
-        raise InvalidParameter("to", f"at most {STATUS_DAYS} days from 'from'")
-    return first, last
+    return max(first, _days_before(last, STATUS_DAYS - 1)), last
+
+
+def _days_before(day: date, days: int) -> date:
+    """`days` before `day`, or the first day there is (`to=0001-01-05` is a valid request)."""
+    return day - timedelta(days=days) if (day - date.min).days >= days else date.min
 
 
 def statuses(
@@ -94,6 +97,6 @@ class DataStatusController(Controller):
 
         # The answer moves with the clock only when a day becomes due: the newest due day is
         # part of its key (and ETag), and the raw request is not remembered across the clock.
-        due = max(min(last_due, last), first - timedelta(days=1))
+        due = min(last_due, last) if last_due >= first else None
         key = ("data-status", market, first, last, due)
         return await serve(request, snapshot, key, build, remember=False)
