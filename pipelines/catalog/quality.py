@@ -8,7 +8,7 @@ what a full run of that day writes.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 
@@ -18,10 +18,6 @@ DUE_AFTER = timedelta(days=1, hours=2, minutes=30)
 """A market's day is due this long after it starts (00:00 UTC): every market's daily bar has
 closed by midnight UTC, the daily run starts at 00:30 and must have committed by 02:30. The daily
 schedule and its freshness check are derived from it (`pipelines.jobs.schedules`)."""
-
-STATUSES = ("available", "degraded", "pending", "missing")
-"""A day's condition, in the order of the spec: complete; a WARN check failed; not due yet; an
-ERROR check failed or the day is absent although due."""
 
 _CHECKS = pl.List(pl.String())
 
@@ -71,16 +67,16 @@ def trades_on(market: str, day: date) -> bool:
     return market not in WEEKDAY_MARKETS or day.isoweekday() <= 5
 
 
+def on_calendar(days: pl.Expr, market: str) -> pl.Expr:
+    """`trades_on` as a Polars expression over a column of days."""
+    return days.dt.weekday() <= 5 if market in WEEKDAY_MARKETS else pl.lit(True)
+
+
 def market_days(market: str, first: date, last: date) -> list[date]:
     """The days of the market's calendar from `first` through `last`, oldest first."""
     count = (last - first).days + 1
     days = (first + timedelta(days=n) for n in range(max(count, 0)))
     return [d for d in days if trades_on(market, d)]
-
-
-def due_at(day: date) -> datetime:
-    """When `day` is due: before this instant an absent day is pending, from it on missing."""
-    return datetime.combine(day, time(), UTC) + DUE_AFTER
 
 
 def last_due_day(now: datetime) -> date:

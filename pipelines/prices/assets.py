@@ -132,7 +132,8 @@ def price_check_results(
     for bars in written:
         found.add(bars)
     yield from row_check_results(found)
-    yield freshness_result(states, reference, budgets, listed)
+    stale = stale_by_market(states, reference, budgets, listed)
+    yield freshness_result(states, stale, reference, budgets)
 
 
 def row_check_results(found: WrittenBars) -> Iterator[dg.AssetCheckResult]:
@@ -142,16 +143,14 @@ def row_check_results(found: WrittenBars) -> Iterator[dg.AssetCheckResult]:
 
 def freshness_result(
     states: dict[str, pl.DataFrame],
+    stale_symbols: dict[str, pl.DataFrame],
     reference: date,
     budgets: dict[str, int],
-    listed: Mapping[str, Sequence[str]] | None = None,
 ) -> dg.AssetCheckResult:
     """Fails (ERROR) when any symbol's newest stored bar is stale, when a listed symbol has no
-    stored bar at all (its source answered nothing usable), or when a market holds no bar."""
-    stale = [
-        rows.with_columns(market=pl.lit(market))
-        for market, rows in stale_by_market(states, reference, budgets, listed).items()
-    ]
+    stored bar at all (its source answered nothing usable), or when a market holds no bar
+    (`stale_symbols`: `stale_by_market` of the same states)."""
+    stale = [rows.with_columns(market=pl.lit(market)) for market, rows in stale_symbols.items()]
     empty = sorted(market for market, state in states.items() if state.is_empty())
     offending = pl.concat(stale, how="diagonal_relaxed") if stale else pl.DataFrame()
     without_bars = offending.filter(pl.col("newest").is_null()) if stale else offending
@@ -287,7 +286,7 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 asset_key=PRICE_DAYS.name, metadata=row_counts(tx, PRICE_DAYS.name, day_rows)
             )
             yield from row_check_results(found)
-            yield freshness_result(states, days.through, budgets, listed)
+            yield freshness_result(states, stale, days.through, budgets)
             yield rejects_result("price_rejects", rejects)
 
         return raw_daily_prices

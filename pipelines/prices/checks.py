@@ -8,6 +8,7 @@ from datetime import date
 import polars as pl
 
 from pipelines.catalog import WEEKDAY_MARKETS
+from pipelines.catalog.quality import on_calendar
 
 
 def duplicate_keys(frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
@@ -51,7 +52,7 @@ def missing_trading_days(prices: pl.DataFrame, market: str) -> pl.DataFrame:
     span has is complete; only the others are spelled out day by day.
     """
     weekdays = market in WEEKDAY_MARKETS
-    expected_day = pl.col("date").dt.weekday() <= 5 if weekdays else pl.lit(True)
+    expected_day = on_calendar(pl.col("date"), market)
     after_last = pl.col("last") + pl.duration(days=1)
     span = (
         pl.business_day_count("first", after_last)

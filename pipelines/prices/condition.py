@@ -14,16 +14,12 @@ from datetime import date, timedelta
 
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, PRICE_DAYS, WEEKDAY_MARKETS
-from pipelines.catalog.quality import check_name, trades_on
+from pipelines.catalog import DAILY_PRICES, PRICE_DAYS
+from pipelines.catalog.quality import check_name, on_calendar, trades_on
 from pipelines.catalog.state import PRICE_FINDINGS
 
 FRESH = check_name(DAILY_PRICES.name, "fresh")
 GAP = check_name(DAILY_PRICES.name, "no_missing_trading_days")
-
-
-def _calendar(days: pl.Expr, market: str) -> pl.Expr:
-    return days.dt.weekday() <= 5 if market in WEEKDAY_MARKETS else pl.lit(True)
 
 
 def _finding(frame: pl.DataFrame, market: str, check: str, severity: str) -> pl.DataFrame:
@@ -60,7 +56,7 @@ def boundary_gaps(market: str, written: pl.DataFrame, before: pl.DataFrame) -> p
             pl.col("last_date") + pl.duration(days=1), pl.col("first") - pl.duration(days=1)
         ),
     ).explode("date")
-    return _finding(days.filter(_calendar(pl.col("date"), market)), market, GAP, "WARN")
+    return _finding(days.filter(on_calendar(pl.col("date"), market)), market, GAP, "WARN")
 
 
 def stale_findings(market: str, stale: pl.DataFrame, through: date) -> pl.DataFrame:
@@ -72,8 +68,8 @@ def stale_findings(market: str, stale: pl.DataFrame, through: date) -> pl.DataFr
         pl.col("newest") + pl.duration(days=1), pl.lit(last_trading_day(market, through))
     )
     days = stale.select("symbol", date=pl.date_ranges(first, last)).explode("date")
-    on_calendar = days.filter(_calendar(pl.col("date"), market) & pl.col("date").is_not_null())
-    return _finding(on_calendar, market, FRESH, "ERROR")
+    lacked = days.filter(on_calendar(pl.col("date"), market) & pl.col("date").is_not_null())
+    return _finding(lacked, market, FRESH, "ERROR")
 
 
 def last_trading_day(market: str, day: date) -> date:
@@ -113,7 +109,7 @@ def price_days(
     assert isinstance(first, date)
     assert isinstance(newest, date)
     calendar = pl.DataFrame({"date": pl.date_range(first, max(newest, through), eager=True)})
-    calendar = calendar.filter(_calendar(pl.col("date"), market))
+    calendar = calendar.filter(on_calendar(pl.col("date"), market))
     days = pl.concat([calendar, bars.select("date")]).unique()
     failed = findings.group_by("date").agg(
         warnings=pl.col("check").filter(pl.col("severity") == "WARN").unique().sort(),

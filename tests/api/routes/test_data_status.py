@@ -168,4 +168,7 @@ def test_at_most_366_days_are_listed_and_an_unknown_market_is_404(client: httpx.
     assert longer.json() == year.json()  # the 366 days through `to`
     first = client.get("/api/v2/crypto/data-status", params={"to": "0001-01-05"})
     assert [d["date"] for d in first.json()["days"]][-1] == "0001-01-01"
+    last = client.get("/api/v2/crypto/data-status", params={"to": "9999-12-31"}).json()["days"]
+    assert (len(last), last[0]["date"]) == (30, "9999-12-31")
+    assert {d["status"] for d in last} == {"pending"}
     assert client.get("/api/v2/bonds/data-status").status_code == 404
