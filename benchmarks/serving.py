@@ -17,7 +17,7 @@ import msgspec
 
 from api.metering.backends import open_store
 from api.metering.config import load_config
-from benchmarks import threads
+from benchmarks import remote_redis, threads
 from benchmarks.bare_app import PRICE_BODY_ENV
 from benchmarks.figures import Figure, Goal
 from benchmarks.load import LoadResult, run_load
@@ -57,6 +57,9 @@ CEILING = "a waiting-only store (ceiling)"
 """benchmarks.waiting_store_app: the metering middleware over a store that only waits (no work)."""
 REDIS_CEILING = "a Redis round trip only (Redis ceiling)"
 """benchmarks.waiting_store_app on Redis: the real Redis store's round trip per group, no work."""
+REMOTE_REDIS = "redis on another host"
+"""The Redis store against a redis-server in a network namespace behind a delaying relay
+(benchmarks.remote_redis): the round trip a deployment's Redis on another host costs."""
 METERING_CONNECTIONS = (10, 50)
 METERING_WORKERS = (1, 2)
 
@@ -326,14 +329,23 @@ def _name(store: str, keys: str, workers: int, connections: int) -> str:
 
 
 def _metering_targets(
-    workspace: Workspace, plan: LoadPlan, workers: int, stack: ExitStack, log: Path, prefix: str
+    workspace: Workspace,
+    plan: LoadPlan,
+    workers: int,
+    stack: ExitStack,
+    log: Path,
+    prefix: str,
+    remote: str | None,
 ) -> list[Target]:
-    """Start the phase's servers (metering off, SQLite, Redis, the ceilings) with its keys."""
+    """Start the phase's servers (metering off, SQLite, Redis here and on another host, the
+    ceilings) with its keys."""
     route = ROUTES["list-symbols"]
     sqlite_url = f"sqlite://{(workspace.root / f'metering-{workers}.sqlite3').resolve()}"
     urls = {"sqlite": sqlite_url}
     if _redis_up():
         urls["redis"] = f"{REDIS_URL}?prefix={prefix}{workers}:"
+    if remote is not None:
+        urls[REMOTE_REDIS] = f"{remote}?prefix={prefix}{workers}:"
     customers: dict[str, Path] = {}
     internal: dict[str, dict[str, str]] = {}
     for store, url in urls.items():
@@ -348,6 +360,8 @@ def _metering_targets(
     }
     ceilings = {"sqlite": CEILING, "redis": REDIS_CEILING}
     for store, url in urls.items():
+        if store not in ceilings:
+            continue
         port = free_port()
         command = waiting_store_command(port, workers, plan.server)
         env = workspace.env(url)
@@ -385,10 +399,18 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
     many customer keys (sandbox, quant, pro, rotated) at each connection count and worker count,
     and with the operator's `internal` key at 10 connections on one worker."""
     prefix = f"mi:bench:{uuid.uuid4().hex[:8]}:"
+    why_not = remote_redis.unavailable()
+    if why_not is not None:
+        print(f"  no {REMOTE_REDIS} rows: {why_not}", flush=True)
+    rtt_ms = None
     try:
         with ExitStack() as stack:
+            remote = None if why_not else stack.enter_context(remote_redis.remote_redis())
+            if remote is not None:
+                rtt_ms = remote_redis.measured_rtt_ms(remote, 1000)
+                print(f"  {REMOTE_REDIS}: PING round trip {rtt_ms:.3f} ms (idle)", flush=True)
             by_workers = [
-                _metering_targets(workspace, plan, workers, stack, log, prefix)
+                _metering_targets(workspace, plan, workers, stack, log, prefix, remote)
                 for workers in plan.metering_workers
             ]
             # Every worker count's servers run side by side and each target is loaded next to
@@ -399,7 +421,7 @@ def metering_section(workspace: Workspace, plan: LoadPlan, log: Path) -> list[Fi
     finally:
         if _redis_up():
             redis_cleanup(prefix)
-    return _metering_figures(results, plan)
+    return _metering_figures(results, plan, rtt_ms)
 
 
 def _figure(
@@ -409,12 +431,14 @@ def _figure(
     anchor_name: str,
     goal: Goal | None = None,
     p99_goal: Goal | None = None,
+    **more: Any,
 ) -> list[Figure]:
-    """A rate figure (and a p99 one when `p99_goal` is given), or none when a server is missing."""
+    """A rate figure (and a p99 one when `p99_goal` is given), or none when a server is missing;
+    `more` goes into its details."""
     ours, theirs = results.get(name), results.get(anchor)
     if not ours or not theirs:
         return []
-    details = {"project_rounds": _details(ours), "anchor_rounds": _details(theirs)}
+    details = {"project_rounds": _details(ours), "anchor_rounds": _details(theirs), **more}
     figures = [
         Figure(
             "metering",
@@ -442,7 +466,9 @@ def _figure(
     return figures
 
 
-def _metering_figures(results: dict[str, list[LoadResult]], plan: LoadPlan) -> list[Figure]:
+def _metering_figures(
+    results: dict[str, list[LoadResult]], plan: LoadPlan, rtt_ms: float | None
+) -> list[Figure]:
     figures: list[Figure] = []
     for workers in plan.metering_workers:
         for connections in plan.metering_connections:
@@ -474,11 +500,12 @@ def _metering_figures(results: dict[str, list[LoadResult]], plan: LoadPlan) -> l
                 results, at("redis"), at(REDIS_CEILING), "Redis ceiling, customer keys"
             )
             figures += _figure(results, at("redis"), off, "metering off")
+            figures += _figure(results, at(REMOTE_REDIS), off, "metering off", rtt_ms=rtt_ms)
             figures += _figure(results, at(CEILING), off, "metering off")
             figures += _figure(results, at(REDIS_CEILING, "internal key"), off, "metering off")
             figures += _figure(results, at(REDIS_CEILING), off, "metering off")
     off = _name("metering off", CUSTOMERS, 1, INTERNAL_CONNECTIONS)
-    for store in ("sqlite", "redis", CEILING):
+    for store in ("sqlite", "redis", REMOTE_REDIS, CEILING):
         figures += _figure(
             results, _name(store, "internal key", 1, INTERNAL_CONNECTIONS), off, "metering off"
         )
