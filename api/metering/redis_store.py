@@ -122,16 +122,6 @@ BATCH = (
 -- A key's rate window is a list of its admits' times, oldest first: the clock never goes back, so
 -- appending keeps it in order, and an admit is one RPUSH, where a sorted set's ZADD took a third
 -- of the script's time in Redis (docs/metering.md).
-local function window_length(rate, window)
-  local n = redis.pcall('LLEN', rate)
-  if type(n) == 'number' then return n end
-  -- The earlier layout's sorted set (each admit's time its score) becomes the same times, in order.
-  local old = redis.call('ZRANGE', rate, 0, -1, 'WITHSCORES')
-  redis.call('DEL', rate)
-  for j = 2, #old, 2 do redis.call('RPUSH', rate, string.format('%.17g', tonumber(old[j]))) end
-  if #old > 0 then redis.call('PEXPIRE', rate, math.ceil(window * 1000) + 1000) end
-  return #old / 2
-end
 
 -- Drop the window's admits at or before `cutoff` (a prefix of the list).
 local function trim_window(rate, cutoff)
@@ -162,7 +152,7 @@ local function admit(now, stamp, acct, rate, conc, led, cost, route, slot, limit
   if limited then
     -- The window holds the admits of the last `window` seconds and possibly older ones, never
     -- more than the limit: it is trimmed only when full, since one below the limit admits anyway.
-    if window_length(rate, window) >= per_window then
+    if redis.call('LLEN', rate) >= per_window then
       trim_window(rate, now - window)
       if redis.call('LLEN', rate) >= per_window then
         local oldest = tonumber(redis.call('LINDEX', rate, 0))

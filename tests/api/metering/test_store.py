@@ -439,50 +439,6 @@ async def test_retry_after_is_at_least_one_second(store: MeteringStore, clock: F
     assert (refused.outcome, refused.retry_after) == (Outcome.RATE_LIMITED, 1)
 
 
-async def test_a_redis_rate_window_of_the_earlier_layout_still_counts_and_becomes_a_list(
-    redis_prefix: str, config: MeteringConfig, clock: FakeClock
-) -> None:
-    """A window written as a sorted set (the layout before the list, each admit's time its score)
-    is converted by the next admit with every admit kept: the limit holds across the upgrade."""
-    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}", config, clock)
-    client = aioredis.Redis.from_url(REDIS_URL)
-    try:
-        account = await new_account(store, "quant")
-        window = f"{redis_prefix}rate:{account.key_id}"
-        first = clock() - 45.5  # 300 admits from 45.5 s ago, a tenth of a second apart
-        await client.zadd(window, {f"old-{i}": first + i / 10 for i in range(300)})
-        refused = await store.admit(account, "ping", 1)
-        assert (refused.outcome, refused.retry_after) == (Outcome.RATE_LIMITED, 15)
-        assert await client.type(window) == b"list"
-        assert await client.llen(window) == 300
-        assert await client.pttl(window) > 0
-        clock.advance(14.55)  # the first old admit has left the window, the second not yet
-        await charged(store, account, 1)
-        refused = await store.admit(account, "ping", 1)
-        assert refused.outcome is Outcome.RATE_LIMITED
-    finally:
-        await client.aclose()
-        await store.close()
-
-
-async def test_a_redis_rate_window_of_the_earlier_layout_drops_its_admits_older_than_a_minute(
-    redis_prefix: str, config: MeteringConfig, clock: FakeClock
-) -> None:
-    """A full window of the earlier layout whose admits are all over 60 s old refuses nothing: the
-    converted list is trimmed like any window, and only the new admit stays."""
-    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}", config, clock)
-    client = aioredis.Redis.from_url(REDIS_URL)
-    try:
-        account = await new_account(store, "quant")
-        window = f"{redis_prefix}rate:{account.key_id}"
-        await client.zadd(window, {f"old-{i}": clock() - 90 + i / 100 for i in range(300)})
-        await charged(store, account, 1)
-        assert await client.llen(window) == 1
-    finally:
-        await client.aclose()
-        await store.close()
-
-
 async def test_11th_in_flight_request_gets_429(store: MeteringStore, clock: FakeClock) -> None:
     account = await new_account(store)
     in_flight = [await store.admit(account, "ping", 1) for _ in range(10)]
