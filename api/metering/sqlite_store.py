@@ -76,15 +76,6 @@ INSERT OR IGNORE INTO meta (name, value) VALUES ('revocations', 0);
 """The ledger has no index but its id: rows are appended in id order, with a time that never
 goes backwards. A limited plan's admit row carries its in-flight slot and its settle or credit row
 the slot it frees, so the rate windows and slots are the ledger's own rows of the last 120 s."""
-_SUPERSEDED = """
-DROP INDEX IF EXISTS ledger_key_ts;
-DROP TABLE IF EXISTS rate_events;
-DROP TABLE IF EXISTS in_flight;
-"""
-"""What a file written by an earlier version has and this one no longer keeps: the ledger's per-key
-index (a page written at a random place per row) and the rate-window and in-flight tables, whose
-facts are now ledger rows."""
-
 _ACCOUNT_COLUMNS = "plan, revoked_at, pack_balance, month, month_used, day, day_used"
 _SELECT_ACCOUNT = f"SELECT {_ACCOUNT_COLUMNS} FROM accounts WHERE key_id = ?"
 _UPDATE_COUNTERS = (
@@ -320,7 +311,6 @@ class SqliteMeteringStore(MeteringStore):
             if not autocheckpoint:
                 conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(SCHEMA)  # writes on a new file: takes the lock
-            _upgrade(conn)
         except BaseException:
             conn.close()
             raise
@@ -998,15 +988,6 @@ def _resolve(resolved: list[tuple[Any, bool, Any]]) -> None:
             future.set_exception(failure)
         else:
             future.set_exception(value)
-
-
-def _upgrade(conn: sqlite3.Connection) -> None:
-    """A file of an earlier version: its ledger gains the slot column, and what this version no
-    longer keeps is dropped (their facts are ledger rows now)."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(ledger)")}
-    if "slot" not in columns:
-        conn.execute("ALTER TABLE ledger ADD COLUMN slot TEXT")
-    conn.executescript(_SUPERSEDED)
 
 
 def _first_id_at(conn: sqlite3.Connection, ts: float, last_id: int | None = None) -> int:
