@@ -13,8 +13,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+import pipelines.embedded_market.news as news
+import pipelines.embedded_market.state as state
 from pipelines.catalog import MARKETS, WEEKDAY_MARKETS
-from pipelines.embedded_market import news, state
 from pipelines.embedded_market.files import (
     PRICE_DEFECTS,
     DayFiles,

@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from pipelines.embedded_market import templates
+import pipelines.embedded_market.templates as templates
 from pipelines.embedded_market.universe import DEFAULT_SIZES, Universe
 
 NEWS_HOST = "https://news.market-intelligence.example"

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pipelines.newsroom.enrichment import Enricher, LexiconEnricher
-
 
 @dataclass(frozen=True)
 class LlmSettings:
@@ -34,10 +32,3 @@ def load_llm_settings(env: Mapping[str, str]) -> LlmSettings | None:
         timeout_seconds=float(env.get("MI_LLM_TIMEOUT_SECONDS", 20.0)),
         max_consecutive_failures=int(env.get("MI_LLM_MAX_FAILURES", 3)),
     )
-
-
-def build_enricher(llm: LlmSettings | None) -> Enricher:
-    """The LLM enricher (falling back to the lexicon) when configured, else the lexicon enricher."""
-    from pipelines.newsroom.llm import LlmEnricher  # httpx only when an endpoint is configured
-
-    return LexiconEnricher() if llm is None else LlmEnricher(llm, LexiconEnricher())

@@ -12,9 +12,28 @@ from pipelines.newsroom.assets import (
     build_briefs_asset,
     build_sentiment_assets,
 )
-from pipelines.newsroom.config import build_enricher, load_llm_settings
-from pipelines.newsroom.writing.writer import build_writer
+from pipelines.newsroom.config import LlmSettings, load_llm_settings
+from pipelines.newsroom.enrichment import Enricher, LexiconEnricher
+from pipelines.newsroom.writing.writer import TemplateWriter, Writer
 from pipelines.platform.settings import PipelineSettings
+
+
+def build_enricher(llm: LlmSettings | None) -> Enricher:
+    """The LLM enricher (falling back to the lexicon) when configured, else the lexicon enricher."""
+    if llm is None:
+        return LexiconEnricher()
+    from pipelines.newsroom.llm import LlmEnricher  # httpx only when an endpoint is configured
+
+    return LlmEnricher(llm, LexiconEnricher())
+
+
+def build_writer(llm: LlmSettings | None) -> Writer:
+    """The LLM writer (falling back to the templates) when configured, else the template writer."""
+    if llm is None:
+        return TemplateWriter()
+    from pipelines.newsroom.writing.llm import LlmWriter  # httpx only when configured
+
+    return LlmWriter(llm, TemplateWriter())
 
 
 def build_defs(settings: PipelineSettings, env: Mapping[str, str] | None = None) -> dg.Definitions:

@@ -1,4 +1,4 @@
-"""The writer interface and the default template writer; `build_writer` picks one from the settings."""
+"""The writer interface and the default template writer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from pipelines.newsroom.config import LlmSettings
 from pipelines.newsroom.writing import template
 from pipelines.newsroom.writing.facts import Facts, MarketFacts
 
@@ -40,10 +39,3 @@ class TemplateWriter(Writer):
 
     def summaries(self, facts: Sequence[MarketFacts]) -> list[Written]:
         return [Written(template.summary(f), self.name) for f in facts]
-
-
-def build_writer(llm: LlmSettings | None) -> Writer:
-    """The LLM writer (falling back to the templates) when configured, else the template writer."""
-    from pipelines.newsroom.writing.llm import LlmWriter  # httpx only when configured
-
-    return TemplateWriter() if llm is None else LlmWriter(llm, TemplateWriter())

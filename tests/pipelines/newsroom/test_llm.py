@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.newsroom.config import LlmSettings, build_enricher, load_llm_settings
+from pipelines.newsroom.config import LlmSettings, load_llm_settings
+from pipelines.newsroom.definitions import build_enricher
 from pipelines.newsroom.enrichment import Article, LexiconEnricher
 from pipelines.newsroom.llm import SYSTEM_PROMPT, LlmEnricher
 
