@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.analytics import analytics_section
+from benchmarks.caches import caches_section
 from benchmarks.figures import Figure, markdown, read_json, table, write_json
 from benchmarks.load import wrk_available
 from benchmarks.pipeline import (
@@ -36,7 +37,7 @@ from benchmarks.serving import (
 )
 from benchmarks.versions import versions_section
 
-SECTIONS = ("analytics", "api", "metering", "pipeline", "sentiment", "versions")
+SECTIONS = ("analytics", "api", "metering", "caches", "pipeline", "sentiment", "versions")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -154,6 +155,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[Figure], dict[str
         ),
         "api": lambda: api_section(workspace, plan, log),
         "metering": lambda: metering_section(workspace, plan, log),
+        "caches": lambda: caches_section(workspace.ready()),
         "pipeline": lambda: pipeline_section(
             scratch,
             args.out,

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.caches import WITHOUT_ENV, remove_named
 from benchmarks.serving import CUSTOMER_PLANS, REDIS_URL, ROUTES, create_keys, redis_cleanup
 
 STORES = ("sqlite", "redis", "ceiling", "redis-ceiling", "off")
@@ -147,6 +148,7 @@ async def measured_requests(
         presented = await create_keys(url, ["internal"], 1)
     else:
         presented = await create_keys(url, CUSTOMER_PLANS, CUSTOMER_KEYS_PER_PLAN)
+    remove_named()
     app = make_app(store)
     lifespan = _Lifespan(app)
     await lifespan.start()
@@ -176,9 +178,11 @@ def count(
     requests: int,
     concurrent: int,
     profile: Path | None = None,
+    without: tuple[str, ...] = (),
 ) -> float:
     """Instructions per request of `store` with `keys` (the parent's side: runs the child);
-    callgrind's profile of the counted requests written to `profile` when given."""
+    callgrind's profile of the counted requests written to `profile` when given; the caches named
+    in `without` (`benchmarks.caches`) taken out."""
     prefix = f"mi:instructions:{uuid.uuid4().hex[:8]}:"
     with tempfile.TemporaryDirectory() as scratch:
         env = {
@@ -186,6 +190,7 @@ def count(
             _MEASURING: "1",
             "MI_DATA_DIR": str(data_dir),
             "MI_METERING_URL": metering_url(store, Path(scratch), prefix),
+            WITHOUT_ENV: ",".join(without),
         }
         command = [
             "valgrind",
@@ -224,6 +229,9 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="also write callgrind's profile of the counted requests here"
     )
+    parser.add_argument(
+        "--without", default="", help="caches to take out, comma-separated (benchmarks.caches)"
+    )
     args = parser.parse_args()
     if os.environ.get(_MEASURING):
         _child(args)
@@ -232,8 +240,9 @@ def main() -> None:
         parser.error("needs at least one task and at least one request a task (--requests)")
     if args.data_dir is None:
         parser.error("--data-dir is required (a materialized warehouse: `mi materialize`)")
+    without = tuple(filter(None, args.without.split(",")))
     per_request = count(
-        args.data_dir, args.store, args.keys, args.requests, args.concurrent, args.profile
+        args.data_dir, args.store, args.keys, args.requests, args.concurrent, args.profile, without
     )
     print(
         f"{args.store}, {args.keys} keys: {per_request:,.0f} instructions a request "

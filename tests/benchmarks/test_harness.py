@@ -17,7 +17,7 @@ from litestar.testing import TestClient
 from api.app import asgi_app
 from api.metering.backends import open_store
 from api.metering.config import load_config
-from benchmarks import request_instructions, store_steps
+from benchmarks import caches, request_instructions, store_steps
 from benchmarks.__main__ import parse_args
 from benchmarks.analytics import run_job
 from benchmarks.bare_app import PRICE_BODY_ENV, create_app
@@ -222,6 +222,28 @@ def test_the_instruction_count_covers_the_requests_of_customer_keys_and_keeps_th
     assert text.startswith("# callgrind format")
     (totals,) = re.findall(r"^totals: (\d+)", text, flags=re.MULTILINE)
     assert int(totals) == round(per_request * 40)
+
+
+def test_a_cache_taken_out_leaves_the_requests_answered_and_costs_them_more(
+    embedded_market: Path,
+) -> None:
+    """The caches section's instrument: without the response cache every request is computed and
+    encoded again (still 200s, or `count` raises), so it executes more instructions."""
+    with_cache = request_instructions.count(embedded_market, "sqlite", "internal", 40, 4)
+    without = request_instructions.count(
+        embedded_market, "sqlite", "internal", 40, 4, without=("responses",)
+    )
+    assert without > with_cache * 1.1
+
+
+def test_every_cache_of_the_section_can_be_taken_out_by_name() -> None:
+    """Each row's cache has a removal, and names are unique (a row measures one cache)."""
+    assert len(caches.BY_NAME) == len(caches.CACHES)
+    assert all(callable(cache.remove) for cache in caches.CACHES)
+    forgetful = caches._Forgetful()
+    forgetful["key"] = "value"
+    assert "key" not in forgetful
+    assert forgetful.setdefault("key", 1) == 1
 
 
 @pytest.mark.parametrize("argv", [["--requests", "5", "--concurrent", "10"], ["--concurrent", "0"]])
