@@ -25,6 +25,7 @@ UNAVAILABLE = "token accounting is temporarily unavailable; retry later"
 
 _AUTHORIZATION = b"authorization"
 _PARSED: dict[bytes, str | None] = {}
+"""A header value -> its key (the caches section's row "authorization")."""
 _PARSED_SIZE = 4096
 _NO_OPT: Mapping[str, Any] = {}
 

@@ -69,7 +69,8 @@ class VersionCache:
 
     The data only changes when a new manifest lands, and a new manifest is a new snapshot, so a
     cache keyed by the snapshot object can never serve a stale answer and needs no invalidation.
-    Both maps a client's requests fill are bounded in bytes (`RESPONSE_BYTES`, `HIT_BYTES`).
+    Both maps a client's requests fill are bounded in bytes (`RESPONSE_BYTES`, `HIT_BYTES`); what
+    each saves is the caches section's rows "responses" and "request hits".
     """
 
     def __init__(self, response_bytes: int = RESPONSE_BYTES, hit_bytes: int = HIT_BYTES) -> None:

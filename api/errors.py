@@ -140,19 +140,11 @@ class RateLimited(PipelineRejection):
 
 
 _encode = msgspec.json.Encoder().encode
-_ENCODED: dict[Wire, bytes] = {}
-_ENCODED_SIZE = 256
 
 
 def encoded_body(failure: ApiFailure) -> bytes:
-    """`failure`'s envelope as JSON bytes (the few distinct bodies are encoded once)."""
-    body = failure.body()
-    encoded = _ENCODED.get(body)
-    if encoded is None:
-        encoded = _encode(body)
-        if len(_ENCODED) < _ENCODED_SIZE:
-            _ENCODED[body] = encoded
-    return encoded
+    """`failure`'s envelope as JSON bytes."""
+    return _encode(failure.body())
 
 
 async def send_failure(

@@ -48,7 +48,6 @@ from pipelines.catalog import MARKETS
 
 logger = logging.getLogger(__name__)
 
-ENTITLEMENT_CACHE_SIZE = 1024
 POINTS_SCOPE_KEY = "mi.metering.points"
 """Where a by-points handler leaves the number of points it returned (see `report_points`)."""
 ROWS_SCOPE_KEY = "mi.metering.rows"
@@ -84,6 +83,7 @@ async def charge_rows(connection: ASGIConnection[Any, Any, Any, Any], rows: int)
 
 
 _HEADER_CACHE: dict[tuple[int, Balance], list[tuple[bytes, bytes]]] = {}
+"""(cost, balance) -> its encoded headers (the caches section's row "balance headers")."""
 _HEADER_CACHE_SIZE = 4096
 
 
@@ -147,7 +147,6 @@ class MeteringMiddleware:
         self._excluded = {
             name: frozenset(plan.excluded_operations) for name, plan in config.plans.items()
         }
-        self._entitlements: dict[tuple[str, str], bool] = {}  # (plan, market as sent) -> entitled
         self._routes: dict[object, _Route | None] = {}  # route handler -> how it is metered
         limits = config.limits
         self._too_many = {
@@ -231,15 +230,8 @@ class MeteringMiddleware:
         market = (scope.get("path_params") or _NO_PARAMS).get("market")
         if not isinstance(market, str):
             return True
-        entitled = self._entitlements.get((plan, market))
-        if entitled is None:
-            # Unknown markets are the route's 404, never remembered: the cache holds plans x
-            # spellings of a real market (`Crypto`, `CRYPTO`), not whatever a client sends.
-            known = market.lower() in MARKETS
-            entitled = not known or market.lower() in self.config.plan(plan).markets
-            if known and len(self._entitlements) < ENTITLEMENT_CACHE_SIZE:
-                self._entitlements[plan, market] = entitled
-        return entitled
+        market = market.lower()  # an unknown market is the route's 404, not the plan's 402
+        return market not in MARKETS or market in self.config.plan(plan).markets
 
     async def _refuse(self, send: Send, admission: Admission) -> None:
         if admission.balance is None:  # revoked between authentication and admit

@@ -549,7 +549,8 @@ class RedisMeteringStore(MeteringStore):
         self._packed_limits = b"".join(_bulk(str(limit)) for limit in call_limits)
         self._limit_count = len(call_limits)
         # A key's four names in RESP, and repeated arguments (routes, statuses, costs, budgets),
-        # each packed once: per customer step they were most of the client's packing work.
+        # each packed once: per customer step they were most of the client's packing work (the
+        # caches section's row "packed names and arguments").
         self._packed_names: dict[str, bytes] = {}
         self._packed_args: dict[str, bytes] = {}
         # Per plan: its two budget arguments (-1 for none), packed once.

@@ -36,7 +36,8 @@ REFUSED_CACHE_SECONDS = 5.0
 """How long a key the store refused (unknown, wrong secret, revoked) is refused again without asking
 it: a client or an attacker repeating one bad key costs one store lookup per this interval. A key
 created meanwhile works at the latest this long after it was first refused."""
-KEY_FACTS_SIZE = 4096
+KEYS_REMEMBERED = 4096
+"""Keys each of the maps of accepted and refused keys holds before it is dropped whole."""
 
 
 class MeteringStore(ABC):
@@ -51,11 +52,13 @@ class MeteringStore(ABC):
         # Slot ids: unique across processes and hosts without a urandom call per request.
         self._slot_prefix = secrets.token_hex(8)
         self._slot_counter = itertools.count()
+        # Key id -> (stored hash, account, expiry): a known key id's wrong secret is refused and
+        # the Redis settle finds its plan without a store round trip (not an instructions saving:
+        # the caches section's row "key accounts" shows none).
         self._auth_cache: dict[str, tuple[str, Account, float]] = {}
-        # (key id, sha256) of a presented key: pure functions of it, computed once per key.
-        self._key_facts: dict[str, tuple[str, str]] = {}
         # Keys as presented that `authenticate` accepted, with when that expires: the hot path's
-        # one lookup (an exact match of the whole key, so no digest to compare).
+        # one lookup (an exact match of the whole key, so no digest to compare; the caches
+        # section's row "verified keys").
         self._verified: dict[str, tuple[Account, float]] = {}
         # Keys as presented that it refused, with when that expires (`REFUSED_CACHE_SECONDS`).
         self._refused: dict[str, float] = {}
@@ -90,22 +93,16 @@ class MeteringStore(ABC):
             return None
         account = await self._authenticate(key)
         if account is None:
-            if len(self._refused) >= KEY_FACTS_SIZE:
+            if len(self._refused) >= KEYS_REMEMBERED:
                 self._refused.clear()
             self._refused[key] = time.monotonic() + REFUSED_CACHE_SECONDS
         return account
 
     async def _authenticate(self, key: str) -> Account | None:
-        facts = self._key_facts.get(key)
-        if facts is None:
-            key_id = key_id_of(key)
-            if key_id is None:
-                return None
-            facts = (key_id, hash_key(key))
-            if len(self._key_facts) >= KEY_FACTS_SIZE:
-                self._key_facts.clear()
-            self._key_facts[key] = facts
-        key_id, digest = facts
+        key_id = key_id_of(key)
+        if key_id is None:
+            return None
+        digest = hash_key(key)
         cached = self._auth_cache.get(key_id)
         if cached is not None and cached[2] > time.monotonic():  # verified here lately
             if not hmac.compare_digest(cached[0], digest):
@@ -125,7 +122,7 @@ class MeteringStore(ABC):
         return account
 
     def _remember(self, key: str, account: Account, expires: float) -> None:
-        if len(self._verified) >= KEY_FACTS_SIZE:
+        if len(self._verified) >= KEYS_REMEMBERED:
             self._verified.clear()
         self._verified[key] = (account, expires)
 
