@@ -18,6 +18,7 @@ from litestar import Request, Response
 from litestar.di import Provide
 
 from api.as_of import as_of_target, version_as_of
+from api.errors import AS_OF_VERSION_SCOPE
 from api.params import AS_OF, CRYPTO_ONLY, NON_CRYPTO, route_market
 from api.request_values import RequestValues
 from api.responses import cached_hit
@@ -122,6 +123,7 @@ async def snapshot_as_of(
     version = version_as_of(current, target).version
     if version == current.version:
         return current
+    cast("dict[str, Any]", request.scope)[AS_OF_VERSION_SCOPE] = version
     opened = reader.past(version)
     if opened is None:
         opened = await anyio.to_thread.run_sync(reader.open_past, version)

@@ -80,6 +80,19 @@ class DependencyUnavailable(ApiFailure):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
 
 
+class TableMissing(DependencyUnavailable):
+    """503 while a table a route reads is not materialized yet; 404 on a past data version that
+    `as_of` named (`AS_OF_VERSION_SCOPE`), where the table will never appear."""
+
+    def __init__(self, table: str, *, retry_after: int) -> None:
+        super().__init__(f"{table} data is not available yet; retry later", retry_after=retry_after)
+        self.table = table
+
+
+AS_OF_VERSION_SCOPE = "mi.as_of.version"
+"""Scope key of the past data version a request reads (set when `as_of` names one)."""
+
+
 class PipelineRejection(ApiFailure):
     """A request refused before any route ran (401, 402, 429): the `success`/`message` envelope."""
 
@@ -178,6 +191,14 @@ def handle_api_error(_: Request[Any, Any, Any], exc: ApiFailure) -> Response[Wir
     return _respond(exc.body(), exc.status_code, exc.headers)
 
 
+def handle_table_missing(request: Request[Any, Any, Any], exc: TableMissing) -> Response[Wire]:
+    version = request.scope.get(AS_OF_VERSION_SCOPE)
+    if version is None:
+        return handle_api_error(request, exc)
+    message = f"{exc.table} data was not recorded in data version {version}, the one as_of names"
+    return handle_api_error(request, NotFound(message))
+
+
 def handle_validation_error(_: Request[Any, Any, Any], exc: ValidationException) -> Response[Wire]:
     """Litestar's own parameter validation (ill-typed or missing query/path values) answers 422."""
     problems = exc.extra if isinstance(exc.extra, list) else []
@@ -235,6 +256,7 @@ def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
 
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     ApiFailure: handle_api_error,
+    TableMissing: handle_table_missing,
     ValidationException: handle_validation_error,
     HTTPException: handle_http_exception,
     Exception: handle_unexpected,

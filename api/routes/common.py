@@ -14,7 +14,7 @@ from api.dependencies import market_segment, serving_of
 from api.dependencies import request_instant_ms as request_instant_ms  # for the controllers
 from api.dependencies import request_snapshot as request_snapshot  # for the controllers
 from api.dependencies import take_snapshot as take_snapshot
-from api.errors import DependencyUnavailable, NotFound
+from api.errors import NotFound, TableMissing
 from api.params import POINT_IN_TIME
 from api.queries import Row as Row  # for the controllers
 from api.queries.instruments import instrument_list
@@ -57,12 +57,11 @@ def market_of(request: Request[Any, Any, Any], serves: tuple[str, ...] = MARKETS
 
 
 def require_tables(snapshot: WarehouseSnapshot, *names: str) -> None:
-    """503 with Retry-After while a table the route reads is absent from the serving manifest."""
+    """503 with Retry-After while a table the route reads is absent from the serving manifest
+    (404 on a past version `as_of` named: `TableMissing`)."""
     for name in names:
         if name not in snapshot.manifest.tables:
-            raise DependencyUnavailable(
-                f"{name} data is not available yet; retry later", retry_after=TABLE_RETRY_SECONDS
-            )
+            raise TableMissing(name, retry_after=TABLE_RETRY_SECONDS)
 
 
 INSTRUMENT_INDEX = "instrument-index"
