@@ -84,7 +84,8 @@ def build_raw_news_assets(embedded: bool) -> dg.AssetsDefinition:
                 "documents": _documents(results),
             },
         )
-        yield from _check_results(tx, results, rejects, news_policy, now)
+        expected = {market: news_source.expects_news(market) for market in results}
+        yield from _check_results(tx, results, rejects, news_policy, now, expected)
 
     return news_ingestion
 
@@ -124,13 +125,17 @@ def _check_results(
     rejects: pl.DataFrame,
     policy: NewsPolicy,
     now: datetime,
+    expected: dict[str, bool],
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    """The checks' results, and `news_days` (staged from them) with its materialization."""
+    """The checks' results, and `news_days` (staged from them) with its materialization; a market
+    its source has no feed for (`expected` false) is never stale."""
     # The columns the checks read: the table's texts grow with its history.
     stored = pl.concat([_checked_columns(tx, m) for m in results])
     new = pl.concat([r.batch.articles for r in results.values()])
     freshness = [
         checks.fresh(_newest(stored.filter(pl.col("market") == m)), now, policy.freshness_hours)
+        if expected[m]
+        else checks.not_expected()
         for m in results
     ]
     unique = checks.article_id_unique(stored)

@@ -69,6 +69,11 @@ def fresh(newest: datetime | None, now: datetime, max_age_hours: float) -> Outco
     return Outcome(passed=age is not None and age <= limit, metadata=metadata)
 
 
+def not_expected() -> Outcome:
+    """The freshness of a market its source has no feed for: nothing is late."""
+    return Outcome(passed=True, metadata={"feeds": "none: the source carries no news for it"})
+
+
 def reason_category(reason: str) -> str:
     """The part of a reason before its detail: `unparseable date: published 'x'` -> `unparseable date`."""
     return reason.split(":", 1)[0].strip()

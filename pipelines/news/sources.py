@@ -42,6 +42,12 @@ class NewsSource(ABC):
     def documents(self, market: str) -> list[FeedDocument]:
         """Every feed of `market`; a feed that cannot be read is a document with an `error`."""
 
+    def expects_news(self, market: str) -> bool:
+        """Whether the source carries news for `market` at all: a market it has no feed for is
+        never stale (no freshness warning), while an empty feed or folder of one still is."""
+        del market
+        return True
+
 
 def read_file(
     path: Path, feed: str | None = None, bounds: FileBounds | None = None
@@ -186,6 +192,9 @@ class FeedListNewsSource(NewsSource):
             document for location in self.feeds.get(market, ()) for document in self._read(location)
         ]
 
+    def expects_news(self, market: str) -> bool:
+        return bool(self.feeds.get(market))
+
     def _read(self, location: str) -> list[FeedDocument]:
         if is_url(location):
             return [self.fetcher.fetch(location)]
@@ -204,6 +213,9 @@ class CombinedNewsSource(NewsSource):
     def documents(self, market: str) -> list[FeedDocument]:
         return [document for part in self.parts for document in part.documents(market)]
 
+    def expects_news(self, market: str) -> bool:
+        return any(part.expects_news(market) for part in self.parts)
+
 
 @dataclass(frozen=True)
 class RecordedNewsSource(NewsSource):
@@ -213,3 +225,6 @@ class RecordedNewsSource(NewsSource):
 
     def documents(self, market: str) -> list[FeedDocument]:
         return list(self.recorded.get(market, ()))
+
+    def expects_news(self, market: str) -> bool:
+        return market in self.recorded

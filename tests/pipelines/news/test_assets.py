@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 import pytest
 from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
-from pipelines.catalog import MARKETS, NEWS_REJECTS, RAW_NEWS
+from pipelines.catalog import MARKETS, NEWS_DAYS, NEWS_REJECTS, RAW_NEWS
 from pipelines.news.assets import (
     EMBEDDED_NEWS,
     NEWS_REJECTS_KEY,
@@ -17,7 +18,12 @@ from pipelines.news.assets import (
 )
 from pipelines.news.config import NewsPolicy
 from pipelines.news.definitions import build_defs
-from pipelines.news.sources import FileDropNewsSource
+from pipelines.news.sources import (
+    CombinedNewsSource,
+    FeedListNewsSource,
+    FileDropNewsSource,
+    RecordedNewsSource,
+)
 from pipelines.platform.runs import RunOptions
 from pipelines.platform.settings import PipelineSettings
 from pipelines.warehouse.resource import WarehouseResource
@@ -147,6 +153,38 @@ def test_an_empty_market_materialises_empty_tables_and_fails_freshness(
     assert result.success
     assert warehouse.read(RAW_NEWS).is_empty()
     assert not checks_by_name(result)["fresh"].passed
+
+
+def test_a_market_the_source_has_no_feed_for_is_never_stale(
+    file_drop: Path, warehouse: Warehouse
+) -> None:
+    """Sources list feeds for crypto only: forex has no news to be late, so the refresh warns of
+    nothing for it and its days carry no failed check (data-status does not call them degraded)."""
+    source = FeedListNewsSource({"crypto": [str(file_drop / "news" / "crypto")]})
+    result = materialize_news(
+        warehouse,
+        [build_raw_news_assets(embedded=False)],
+        ["crypto", "forex"],
+        {"news_source": source, "news_policy": NewsPolicy(clock=lambda: NOW)},
+    )
+    fresh = checks_by_name(result)["fresh"]
+    assert fresh.passed
+    markets = fresh.metadata["markets"].value
+    assert markets["forex"] == {"feeds": "none: the source carries no news for it"}
+    assert markets["crypto"]["age_hours"] is not None
+    forex = warehouse.read(NEWS_DAYS).filter(pl.col("market") == "forex")
+    assert forex["warnings"].list.len().sum() == 0
+    assert forex["errors"].list.len().sum() == 0
+
+
+def test_a_source_expects_news_only_for_the_markets_it_has_feeds_for(tmp_path: Path) -> None:
+    listed = FeedListNewsSource({"crypto": ["https://example.com/feed.xml"], "forex": []})
+    assert listed.expects_news("crypto")
+    assert not listed.expects_news("forex")
+    assert not listed.expects_news("stocks")
+    recorded = RecordedNewsSource({"stocks": []})
+    assert CombinedNewsSource([listed, recorded]).expects_news("stocks")
+    assert FileDropNewsSource(tmp_path).expects_news("commodities")  # its folder is the source
 
 
 def test_a_second_refresh_reads_only_changed_documents_and_keeps_articles_once(
