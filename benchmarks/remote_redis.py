@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import socket
 import struct
@@ -56,7 +57,9 @@ def remote_redis() -> Iterator[str]:
     """A fresh, empty redis-server (no persistence) behind the relay: its URL."""
     tag = uuid.uuid4().hex[:6]
     namespace, outside, inside = f"mi-redis-{tag}", f"mir{tag}h", f"mir{tag}n"
-    machine, host = "10.213.7.1", "10.213.7.2"
+    # 10.254.x: apart from the test suite's hosts (10.16 to 10.250, tests/netns.py).
+    subnet = random.randint(0, 255)
+    machine, host = f"10.254.{subnet}.1", f"10.254.{subnet}.2"
     there = ("ip", "netns", "exec", namespace)
     processes: list[subprocess.Popen[bytes]] = []
     _run("ip", "netns", "add", namespace)
