@@ -1,4 +1,4 @@
-"""`python -m benchmarks [--only api,metering,analytics,pipeline,sentiment,versions]`: one table, also written as JSON."""
+"""`python -m benchmarks [--only api,metering,caches,analytics,pipeline,sentiment,versions]`: one table, also written as JSON."""
 
 from __future__ import annotations
 
