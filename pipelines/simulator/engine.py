@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numba
@@ -294,8 +294,40 @@ def _close_task(
     figures[5, k] = max_close
 
 
+@dataclass(frozen=True)
+class Carried:
+    """Each run's state at its symbol's last stored bar, what `resume_tasks` carries on from: the
+    position (the open trade's units, start price, highest close, highest high and lowest low) and
+    the equity curve's running figures."""
+
+    held: Mask
+    cash: Panel
+    """0 while held (an entry spends all the cash); the final equity when flat."""
+    units: Panel
+    start_price: Panel
+    max_close: Panel
+    highest: Panel
+    lowest: Panel
+    peak: Panel
+    trough: Panel
+    drawdown: Panel
+    run_up: Panel
+
+
+_CARRIED_FIELDS = tuple(field.name for field in fields(Carried))
+CARRIED = np.dtype([(name, np.bool_ if name == "held" else np.float64) for name in _CARRIED_FIELDS])
+"""`Carried` as one record per task, the kernel's starting state (its fields by name)."""
+
+
+def _records(carried: Carried) -> NDArray[np.void]:
+    records = np.empty(len(carried.held), CARRIED)
+    for name in _CARRIED_FIELDS:
+        records[name] = getattr(carried, name)
+    return records
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _run_tasks(
+def _tasks(
     close: Panel,
     high: Panel,
     low: Panel,
@@ -303,9 +335,9 @@ def _run_tasks(
     exit_signal: Mask,
     offset: Rows,
     length: Rows,
-    rows: int,
     task_column: Rows,
     task_start: Rows,
+    start: NDArray[np.void],
     first: Rows,
     factors: Panel,
     costs: Panel,
@@ -316,31 +348,36 @@ def _run_tasks(
     figures: Panel,
     in_position: Mask,
 ) -> None:
-    """Run every task (symbol task_column[k] from its row task_start[k]) into the preallocated
-    outputs: trade k's slots from first[k]; `equity` written when non-empty (one task per symbol).
+    """Run every task (symbol task_column[k] from its row task_start[k], in `start[k]`'s state:
+    a new run's, or one carried on) into the preallocated outputs: trade k's slots from first[k],
+    an open trade carried in (entry row -1) its first; `equity` written when non-empty (one task
+    per symbol).
 
     factors: 1 - stop_loss, 1 - trailing_stop, 1 + take_profit (NaN = rule off); costs: initial
     cash, fee, slippage. Every formula keeps the numpy engine's operation order (bit-identical).
     """
-    initial = costs[0]
     with_equity = equity.size > 0
     for k in numba.prange(task_column.size):
         j = task_column[k]
-        start = task_start[k]
-        base = offset[j]
-        n = length[j]
-        cash = initial
-        units = 0.0
-        held = False
-        start_price = max_close = highest = lowest = np.nan
+        base, n = offset[j], length[j]
+        state = start[k]
+        held, cash, units = state.held, state.cash, state.units
+        start_price, max_close = state.start_price, state.max_close
+        highest, lowest = state.highest, state.lowest
+        peak, trough, drawdown, run_up = state.peak, state.trough, state.drawdown, state.run_up
         slot = first[k] - 1
-        peak = trough = np.nan
-        drawdown = run_up = np.nan
-        if start > 0 or n < rows:
-            # rows outside the window are NaN equity in a panel: +inf / -inf for the figures
-            drawdown, run_up = np.inf, -np.inf
+        if held:
+            slot += 1
+            ints[0, slot] = -1
+            ints[1, slot] = -1
+            ints[2, slot] = NO_EXIT
+            floats[0, slot] = np.nan
+            floats[1, slot] = units
+            floats[2, slot] = np.nan
+            floats[3, slot] = np.nan
+            floats[4, slot] = 0.0
         final = np.nan
-        for t in range(start, n):
+        for t in range(task_start[k], n):
             i = base + t
             c = close[i]
             held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
@@ -367,116 +404,6 @@ def _run_tasks(
             value = cash + units * c if live else np.nan
             if with_equity and live:
                 equity[i] = value
-            peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
-            if t == n - 1:
-                final = value
-        _close_task(
-            k,
-            slot,
-            held,
-            highest,
-            lowest,
-            first,
-            floats,
-            count,
-            in_position,
-            final,
-            run_up,
-            drawdown,
-            peak,
-            trough,
-            max_close,
-            figures,
-        )
-
-
-@dataclass(frozen=True)
-class Carried:
-    """Each run's state at its symbol's last stored bar, what `resume_tasks` carries on from: the
-    position (the open trade's units, start price, highest close, highest high and lowest low) and
-    the equity curve's running figures."""
-
-    held: Mask
-    cash: Panel
-    """0 while held (an entry spends all the cash); the final equity when flat."""
-    units: Panel
-    start_price: Panel
-    max_close: Panel
-    highest: Panel
-    lowest: Panel
-    peak: Panel
-    trough: Panel
-    drawdown: Panel
-    run_up: Panel
-
-
-@numba.njit(cache=True, nogil=True)
-def _resume_tasks(
-    close: Panel,
-    high: Panel,
-    low: Panel,
-    entry: Mask,
-    exit_signal: Mask,
-    offset: Rows,
-    length: Rows,
-    task_column: Rows,
-    held_before: Mask,
-    state: Panel,
-    first: Rows,
-    factors: Panel,
-    costs: Panel,
-    floats: Panel,
-    ints: Rows,
-    count: Rows,
-    figures: Panel,
-    in_position: Mask,
-) -> None:
-    """`_run_tasks` from carried state over each symbol's new bars: a task's open trade (when it
-    holds one) is its first slot, entered before these bars (entry row -1); `state` rows are
-    cash, units, start_price, max_close, highest, lowest, peak, trough, drawdown, run_up."""
-    for k in range(task_column.size):
-        j = task_column[k]
-        base, n = offset[j], length[j]
-        held = held_before[k]
-        cash, units, start_price, max_close = state[0, k], state[1, k], state[2, k], state[3, k]
-        highest, lowest, peak, trough = state[4, k], state[5, k], state[6, k], state[7, k]
-        drawdown, run_up = state[8, k], state[9, k]
-        slot = first[k] - 1
-        if held:
-            slot += 1
-            ints[0, slot] = -1
-            ints[1, slot] = -1
-            ints[2, slot] = NO_EXIT
-            floats[0, slot] = np.nan
-            floats[1, slot] = units
-            floats[2, slot] = np.nan
-            floats[3, slot] = np.nan
-            floats[4, slot] = 0.0
-        final = np.nan
-        for t in range(n):
-            i = base + t
-            c = close[i]
-            held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
-                t,
-                c,
-                high[i],
-                low[i],
-                entry[i],
-                exit_signal[i],
-                held,
-                cash,
-                units,
-                start_price,
-                max_close,
-                highest,
-                lowest,
-                slot,
-                factors,
-                costs,
-                floats,
-                ints,
-            )
-            value = cash + units * c if c == c else np.nan
             peak, trough, drawdown, run_up = _curve_step(value, peak, trough, drawdown, run_up)
             final = value
         _close_task(
@@ -625,17 +552,33 @@ def run_tasks(
     # every trade starts on an entry signal of its window: their number bounds the trades
     bound = counted[ends] - counted[np.minimum(bars.offset[task_column] + task_start, ends)]
     first, floats, ints, count, figures, in_position = _outputs(bound)
-    factors = _factors(rules)
+    tasks = len(task_column)
+    nothing = np.full(tasks, np.nan)
+    # rows outside the window are NaN equity in a panel: +inf / -inf for the figures
+    partial = (task_start > 0) | (bars.length[task_column] < bars.rows)
+    fresh = Carried(
+        held=np.zeros(tasks, np.bool_),
+        cash=np.full(tasks, costs.initial_investment),
+        units=np.zeros(tasks),
+        start_price=nothing,
+        max_close=nothing,
+        highest=nothing,
+        lowest=nothing,
+        peak=nothing,
+        trough=nothing,
+        drawdown=np.where(partial, np.inf, np.nan),
+        run_up=np.where(partial, -np.inf, np.nan),
+    )
     # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
     previous = numba.set_parallel_chunksize(_CHUNK)
     try:
-        _run_tasks(
+        _tasks(
             *_bar_inputs(bars, entry, exit_signal),
-            bars.rows,
             kernel_input(task_column, np.int64),
             kernel_input(task_start, np.int64),
+            _records(fresh),
             first,
-            factors,
+            _factors(rules),
             np.array([costs.initial_investment, costs.fee, costs.slippage]),
             np.empty(0) if equity is None else equity,
             floats,
@@ -669,28 +612,15 @@ def resume_tasks(
     starts = bars.offset[task_column]
     bound = carried.held.astype(np.int64) + counted[starts + news] - counted[starts]
     first, floats, ints, count, figures, in_position = _outputs(bound)
-    state = np.stack(
-        [
-            carried.cash,
-            carried.units,
-            carried.start_price,
-            carried.max_close,
-            carried.highest,
-            carried.lowest,
-            carried.peak,
-            carried.trough,
-            carried.drawdown,
-            carried.run_up,
-        ]
-    ).astype(np.float64)
-    _resume_tasks(
+    _tasks(
         *_bar_inputs(bars, entry, exit_signal),
         kernel_input(task_column, np.int64),
-        kernel_input(carried.held, np.bool_),
-        kernel_input(state, np.float64),
+        np.zeros(len(task_column), np.int64),
+        _records(carried),
         first,
         _factors(rules),
         np.array([costs.initial_investment, costs.fee, costs.slippage]),
+        np.empty(0),
         floats,
         ints,
         count,

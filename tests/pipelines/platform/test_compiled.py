@@ -64,7 +64,7 @@ def test_no_kernel_compiles_a_second_specialization_for_bars_of_another_shape(
         for kernel, signatures in every.items()
     }
     assert {kernel: extra for kernel, extra in added.items() if extra} == {}
-    assert common["pipelines.simulator.engine._run_tasks"]  # the common shape ran every domain
+    assert common["pipelines.simulator.engine._tasks"]  # the common shape ran every domain
 
 
 def test_every_kernel_of_the_pipeline_releases_the_gil() -> None:
