@@ -14,6 +14,7 @@ from numba import types
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
+from pipelines.catalog.state import INDICATOR_GRIDS, INDICATOR_SCALARS
 from pipelines.indicators.panel import MACD_PERIODS, PERIOD_MAX, PERIOD_MIN
 from pipelines.platform.compiled import kernel_input
 
@@ -23,36 +24,11 @@ Ints = NDArray[np.int64]
 ALL_PERIODS: Ints = np.arange(PERIOD_MIN, PERIOD_MAX + 1, dtype=np.int64)
 """The production periods 2..365 (`indicator_snapshots`)."""
 
-SCALARS: tuple[str, ...] = (
-    "prev_close",
-    "prev_high",
-    "prev_low",
-    "close_sum",
-    "gain_sum",
-    "loss_sum",
-    "tr_sum",
-    "plus_dm_sum",
-    "minus_dm_sum",
-    "macd_fast",
-    "macd_slow",
-    "macd_signal",
-    "macd_fast_sum",
-    "macd_signal_sum",
-    "obv",
-)
-"""The float64 fields with one value per symbol, in kernel argument order."""
+SCALARS: tuple[str, ...] = INDICATOR_SCALARS
+"""The float64 fields with one value per symbol (the catalog's `indicator_state` columns, one
+declaration), in kernel argument order."""
 
-GRIDS: tuple[str, ...] = (
-    "ema",
-    "avg_gain",
-    "avg_loss",
-    "atr",
-    "plus_dm",
-    "minus_dm",
-    "tr",
-    "adx",
-    "dx_total",
-)
+GRIDS: tuple[str, ...] = INDICATOR_GRIDS
 """The float64 fields with one value per (symbol, period), in kernel argument order."""
 
 LATEST: tuple[str, ...] = (
