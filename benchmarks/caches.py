@@ -62,25 +62,16 @@ def _verified_keys() -> None:
     MeteringStore._remember = lambda self, key, account, expires: None  # type: ignore[method-assign]
 
 
-def _instance_maps(*names: str) -> Callable[[], None]:
-    """Take out maps a store or the middleware makes in its `__init__`."""
+def _key_accounts() -> None:
+    from api.metering.store import MeteringStore
 
-    def remove() -> None:
-        from api.metering.middleware import MeteringMiddleware
-        from api.metering.store import MeteringStore
+    init = MeteringStore.__init__
 
-        for cls in (MeteringStore, MeteringMiddleware):
-            init = cls.__init__
+    def forgetful_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._auth_cache = _Forgetful()
 
-            def forgetful_init(self: Any, *args: Any, __init: Any = init, **kwargs: Any) -> None:
-                __init(self, *args, **kwargs)
-                for name in names:
-                    if hasattr(self, name):
-                        setattr(self, name, _Forgetful())
-
-            cls.__init__ = forgetful_init  # type: ignore[method-assign]
-
-    return remove
+    MeteringStore.__init__ = forgetful_init  # type: ignore[method-assign]
 
 
 def _redis_packing() -> None:
@@ -115,8 +106,7 @@ CACHES: tuple[Cache, ...] = (
     Cache("request hits", "api/cache.py VersionCache.hit (a raw request's entry)", _request_hits),
     Cache("authorization", "api/auth.py _PARSED (a header's key)", _authorization),
     Cache("verified keys", "api/metering/store.py _verified (a key accepted)", _verified_keys),
-    Cache("key accounts", "api/metering/store.py _auth_cache (30 s)",
-          _instance_maps("_auth_cache")),
+    Cache("key accounts", "api/metering/store.py _auth_cache (30 s)", _key_accounts),
     Cache("balance headers", "api/metering/middleware.py _HEADER_CACHE", _balance_headers),
     Cache("packed names and arguments", "api/metering/redis_store.py _packed_names, _packed_args",
           _redis_packing, store="redis"),

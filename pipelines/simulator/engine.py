@@ -546,12 +546,6 @@ def run_tasks(
     does not re-enter on it. Signals before the start row are ignored. `equity`, when given (one
     task per symbol at most), receives the equity of every bar of a window.
     """
-    ends = bars.offset[task_column] + bars.length[task_column]
-    counted = np.zeros(len(entry) + 1, np.int64)
-    np.cumsum(entry, out=counted[1:])
-    # every trade starts on an entry signal of its window: their number bounds the trades
-    bound = counted[ends] - counted[np.minimum(bars.offset[task_column] + task_start, ends)]
-    first, floats, ints, count, figures, in_position = _outputs(bound)
     tasks = len(task_column)
     nothing = np.full(tasks, np.nan)
     # rows outside the window are NaN equity in a panel: +inf / -inf for the figures
@@ -569,27 +563,7 @@ def run_tasks(
         drawdown=np.where(partial, np.inf, np.nan),
         run_up=np.where(partial, -np.inf, np.nan),
     )
-    # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
-    previous = numba.set_parallel_chunksize(_CHUNK)
-    try:
-        _tasks(
-            *_bar_inputs(bars, entry, exit_signal),
-            kernel_input(task_column, np.int64),
-            kernel_input(task_start, np.int64),
-            _records(fresh),
-            first,
-            _factors(rules),
-            np.array([costs.initial_investment, costs.fee, costs.slippage]),
-            np.empty(0) if equity is None else equity,
-            floats,
-            ints,
-            count,
-            figures,
-            in_position,
-        )
-    finally:
-        numba.set_parallel_chunksize(previous)
-    return _runs(first, floats, ints, count, figures, in_position)
+    return _run(bars, entry, exit_signal, task_column, task_start, fresh, rules, costs, equity)
 
 
 def resume_tasks(
@@ -606,27 +580,50 @@ def resume_tasks(
     the stored ones. A task holding a position has its open trade as its first trade, with entry
     row -1 and NaN entry price and fee (the stored trade knows them); `final` is NaN for a
     symbol without new bars."""
-    news = bars.length[task_column]
+    start = np.zeros(len(task_column), np.int64)
+    return _run(bars, entry, exit_signal, task_column, start, carried, rules, costs, None)
+
+
+def _run(
+    bars: FlatBars,
+    entry: Mask,
+    exit_signal: Mask,
+    task_column: Rows,
+    task_start: Rows,
+    state: Carried,
+    rules: ExitRules,
+    costs: Costs,
+    equity: Panel | None,
+) -> Runs:
+    """The kernel over every task from `state`, into outputs of one slot per entry signal from the
+    task's start row, plus one for an open trade carried in."""
+    starts = bars.offset[task_column]
+    ends = starts + bars.length[task_column]
     counted = np.zeros(len(entry) + 1, np.int64)
     np.cumsum(entry, out=counted[1:])
-    starts = bars.offset[task_column]
-    bound = carried.held.astype(np.int64) + counted[starts + news] - counted[starts]
+    opened = counted[ends] - counted[np.minimum(starts + task_start, ends)]
+    bound = state.held.astype(np.int64) + opened
     first, floats, ints, count, figures, in_position = _outputs(bound)
-    _tasks(
-        *_bar_inputs(bars, entry, exit_signal),
-        kernel_input(task_column, np.int64),
-        np.zeros(len(task_column), np.int64),
-        _records(carried),
-        first,
-        _factors(rules),
-        np.array([costs.initial_investment, costs.fee, costs.slippage]),
-        np.empty(0),
-        floats,
-        ints,
-        count,
-        figures,
-        in_position,
-    )
+    # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
+    previous = numba.set_parallel_chunksize(_CHUNK)
+    try:
+        _tasks(
+            *_bar_inputs(bars, entry, exit_signal),
+            kernel_input(task_column, np.int64),
+            kernel_input(task_start, np.int64),
+            _records(state),
+            first,
+            _factors(rules),
+            np.array([costs.initial_investment, costs.fee, costs.slippage]),
+            np.empty(0) if equity is None else equity,
+            floats,
+            ints,
+            count,
+            figures,
+            in_position,
+        )
+    finally:
+        numba.set_parallel_chunksize(previous)
     return _runs(first, floats, ints, count, figures, in_position)
 
 

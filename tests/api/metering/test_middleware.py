@@ -452,6 +452,27 @@ async def test_plan_without_the_market_is_402_after_authentication_and_limits(
         assert (await client.get(BRIEFS, headers=bearer(key))).status_code == 200
 
 
+async def test_the_market_entitlement_reads_any_spelling_and_leaves_unknown_markets_to_404(
+    store: MeteringStore, config: MeteringConfig
+) -> None:
+    """A real market in another case is still outside the plan (402); a market that does not
+    exist is left to the route (its 404), never the plan's 402."""
+    key = await store.create_key("sandbox")
+    async with serving(store, crypto_only(config, "sandbox")) as client:
+        shouted = await client.get(
+            "/api/v2/FOREX/newsroom/get-recent-briefs/EURUSD", headers=bearer(key)
+        )
+        assert shouted.status_code == 402
+        unknown = await client.get(
+            "/api/v2/mars/newsroom/get-recent-briefs/EURUSD", headers=bearer(key)
+        )
+        assert unknown.status_code != 402
+        crypto = await client.get(
+            "/api/v2/Crypto/newsroom/get-recent-briefs/BTC", headers=bearer(key)
+        )
+        assert crypto.status_code != 402
+
+
 async def test_internal_plan_headers_mark_unlimited(client: httpx.AsyncClient, store: MeteringStore) -> None:  # fmt: skip
     key = await store.create_key("internal")
     response = await client.get(BRIEFS, headers=bearer(key))
