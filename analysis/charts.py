@@ -58,12 +58,14 @@ SEGMENTS_SQL = """
 SELECT started_on, ended_on, trend FROM trend_segments
 WHERE market = ? AND symbol = ? AND ended_on >= ? ORDER BY segment
 """
-# The longest stored window of the strategy (its trades cover the whole history shown), every trade
-# entered or left in the days shown.
+# The longest stored window of the strategy filled at the close (its trades cover the whole history
+# shown, and its marks sit on the closes drawn), every trade entered or left in the days shown.
 TRADES_SQL = """
 SELECT start_date, start_price, sell_date, last_price FROM backtest_trades
-WHERE market = ? AND symbol = ? AND strategy = ? AND coalesce(sell_date, start_date) >= ? AND years = (
-    SELECT max(years) FROM backtest_trades WHERE market = ? AND symbol = ? AND strategy = ?)
+WHERE market = ? AND symbol = ? AND strategy = ? AND fill = 'close'
+AND coalesce(sell_date, start_date) >= ? AND years = (
+    SELECT max(years) FROM backtest_trades
+    WHERE market = ? AND symbol = ? AND strategy = ? AND fill = 'close')
 ORDER BY start_date
 """
 

@@ -37,6 +37,7 @@ from pipelines.catalog.raw import (
     RAW_NEWS,
 )
 from pipelines.catalog.schema import (
+    FILLS,
     MARKETS,
     STRATEGIES,
     WEEKDAY_MARKETS,
@@ -73,6 +74,7 @@ __all__ = [
     "BRIEFS",
     "CURRENT_ACTIONS",
     "DAILY_PRICES",
+    "FILLS",
     "FIRST_PERIOD",
     "INDICATOR_SNAPSHOTS",
     "INSTRUMENTS",

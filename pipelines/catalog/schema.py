@@ -13,6 +13,10 @@ STRATEGIES: tuple[str, ...] = ("aggressive", "conservative")
 """The trading strategies the simulator backtests, in the spec's order (their rules live in
 `pipelines.simulator.strategies`)."""
 
+FILLS: tuple[str, ...] = ("close", "next_open")
+"""How a backtest fills its orders: at the close of the signal's bar (the default, what current
+actions and scorecards use) or at the next bar's open (docs/trade-simulator.md)."""
+
 WEEKDAY_MARKETS: frozenset[str] = frozenset({"forex", "commodities", "stocks"})
 """Markets with one bar per trading day (Monday to Friday); crypto trades every calendar day."""
 

@@ -208,6 +208,7 @@ BACKTEST_STATE = Table(
         Column("market", pl.String(), "market of the instrument"),
         Column("symbol", pl.String(), "canonical upper-case symbol"),
         Column("strategy", pl.String(), "aggressive or conservative"),
+        Column("fill", pl.String(), "close or next_open, as in backtest_summaries"),
         Column("years", pl.Int32(), "the window, as in backtest_summaries"),
         Column("peak", pl.Float64(), "running maximum of the window's equity"),
         Column("trough", pl.Float64(), "running minimum of the window's equity"),
@@ -215,10 +216,16 @@ BACKTEST_STATE = Table(
         Column("run_up", pl.Float64(), "largest rise over a running minimum (fraction, >= 0)"),
         Column("max_close", pl.Float64(), "highest close since the open trade's entry (NaN: flat)"),
         Column(
+            "pending",
+            pl.Int32(),
+            "next_open fills: the order the last bar placed (0 none, 1..4 an exit's reason code "
+            "as in pipelines/simulator/engine.py, 5 an entry); 0 for close fills",
+        ),
+        Column(
             "first_entry", pl.Date(), "day of the window's first trade (null: none)", nullable=True
         ),
     ),
-    key=("market", "symbol", "strategy", "years"),
+    key=("market", "symbol", "strategy", "fill", "years"),
 )
 
 PRICE_FINDINGS = Table(

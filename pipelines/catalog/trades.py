@@ -11,7 +11,13 @@ _KEY = (
     Column("symbol", pl.String(), "canonical upper-case symbol"),
     Column("strategy", pl.String(), "aggressive or conservative"),
 )
+FILL = Column(
+    "fill",
+    pl.String(),
+    "close (orders fill at the signal bar's close) or next_open (at the next bar's open)",
+)
 _WINDOW = (
+    FILL,
     Column("years", pl.Int32(), "backtest window: the last `years` calendar years (1..20)"),
     Column(
         "full_history",
@@ -29,8 +35,9 @@ def _f(name: str, description: str, nullable: bool = False) -> Column:
 BACKTEST_TRADES = Table(
     name="backtest_trades",
     description=(
-        "Every trade of every backtest window: one row per (symbol, strategy, years, start_date). "
-        "Entries and exits fill at the signal bar's close; see docs/trade-simulator.md."
+        "Every trade of every backtest window and fill: one row per (symbol, strategy, fill, "
+        "years, start_date). Entries and exits fill at the signal bar's close or at the next "
+        "bar's open; see docs/trade-simulator.md."
     ),
     columns=(
         *_KEY,
@@ -42,17 +49,25 @@ BACKTEST_TRADES = Table(
             "signal, stop_loss, trailing_stop or take_profit; null while open",
             nullable=True,
         ),
-        Column("start_date", pl.Date(), "day of the entry bar"),
-        Column("sell_date", pl.Date(), "day of the exit bar; null while open", nullable=True),
+        Column("start_date", pl.Date(), "day of the entry's fill"),
+        Column("sell_date", pl.Date(), "day of the exit's fill; null while open", nullable=True),
         Column(
             "days_in_trade",
             pl.Int32(),
             "calendar days from start_date to sell_date (or the last bar)",
         ),
-        _f("start_price", "close of the entry bar (market price, before slippage)"),
+        _f(
+            "start_price",
+            "market price of the entry, before slippage: the entry bar's close (fill close) or "
+            "open (fill next_open)",
+        ),
         _f("entry_price", "buy fill: start_price x (1 + slippage)"),
-        _f("exit_price", "sell fill: exit bar's close x (1 - slippage); null while open", True),
-        _f("last_price", "close of the exit bar, or of the last bar while open"),
+        _f("exit_price", "sell fill: last_price x (1 - slippage); null while open", True),
+        _f(
+            "last_price",
+            "market price of the exit (the exit bar's close or open, as start_price), or the "
+            "last bar's close while open",
+        ),
         _f("highest_price", "highest high from the entry bar to the exit (or last) bar"),
         _f("lowest_price", "lowest low from the entry bar to the exit (or last) bar"),
         _f("units", "units bought (all the cash, fee included)"),
@@ -63,12 +78,12 @@ BACKTEST_TRADES = Table(
         ),
         _f("profit_percent", "profit / (entry_price x units + entry fee) x 100"),
     ),
-    key=("market", "symbol", "strategy", "years", "start_date"),
+    key=("market", "symbol", "strategy", "fill", "years", "start_date"),
 )
 
 BACKTEST_SUMMARIES = Table(
     name="backtest_summaries",
-    description="BacktestSummary of every (symbol, strategy, years) window.",
+    description="BacktestSummary of every (symbol, strategy, fill, years) window.",
     columns=(
         *_KEY,
         *_WINDOW,
@@ -97,12 +112,15 @@ BACKTEST_SUMMARIES = Table(
         _f("average_loss_percent", "mean profit_percent of unprofitable trades", True),
         _f("average_trade_duration", "mean days_in_trade of closed trades", True),
     ),
-    key=("market", "symbol", "strategy", "years"),
+    key=("market", "symbol", "strategy", "fill", "years"),
 )
 
 CURRENT_ACTIONS = Table(
     name="current_actions",
-    description="Each strategy's decision at each symbol's latest bar (full-history backtest).",
+    description=(
+        "Each strategy's decision at each symbol's latest bar (full-history backtest, filled at "
+        "the close)."
+    ),
     columns=(
         *_KEY,
         Column("action", pl.String(), "Buy, Sell, Hold or Stay (docs/trade-simulator.md)"),
@@ -115,7 +133,8 @@ CURRENT_ACTIONS = Table(
 SCORECARDS = Table(
     name="scorecards",
     description=(
-        "Technical scorecard per symbol and strategy from the longest backtest window; the API "
+        "Technical scorecard per symbol and strategy from the longest backtest window filled at "
+        "the close; the API "
         "shows the row with `preferred` (the better score, aggressive on a tie)."
     ),
     columns=(

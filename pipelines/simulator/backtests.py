@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from pipelines.catalog import STRATEGIES
+from pipelines.catalog import FILLS, STRATEGIES
 from pipelines.simulator import metrics
 from pipelines.simulator.engine import (
     Costs,
@@ -117,13 +117,14 @@ class Simulation:
     trades: pl.DataFrame
     summaries: pl.DataFrame
     full_runs: dict[str, pl.DataFrame]
-    """Per strategy: the trades of the full-history run (for current actions), with `column`,
-    `entry_row` and `exit_row` (rows from the symbol's first bar, -1 while open)."""
+    """Per strategy: the trades of the full-history run filled at the close (for current
+    actions), with `column`, `entry_row` and `exit_row` (rows from the symbol's first bar, -1
+    while open)."""
     market: Market
     states: pl.DataFrame
-    """Per strategy, window and symbol (the summaries' rows): what a resumed run carries on from
-    (`pipelines.simulator.resume`): symbol, strategy, years, peak, trough, drawdown, run_up,
-    max_close."""
+    """Per fill, strategy, window and symbol (the summaries' rows): what a resumed run carries on
+    from (`pipelines.simulator.resume`): symbol, strategy, fill, years, peak, trough, drawdown,
+    run_up, max_close, pending."""
 
 
 def _dates(days: Rows) -> pl.Series:
@@ -148,7 +149,8 @@ def _is_sorted(bars: pl.DataFrame, starts: Rows) -> bool:
 
 
 def load_market(bars: pl.DataFrame) -> Market:
-    """The bars (columns symbol, date, high, low, close), any row order, sorted by symbol then date."""
+    """The bars (columns symbol, date, high, low, close and, for next-open fills, open), any row
+    order, sorted by symbol then date."""
     starts = _symbol_starts(bars["symbol"])
     if not _is_sorted(bars, starts):
         bars = bars.sort("symbol", "date")
@@ -168,6 +170,7 @@ def load_market(bars: pl.DataFrame) -> Market:
             offset=starts.astype(np.int64),
             length=lengths,
             rows=int(lengths.max(initial=0)),
+            open=floats("open") if "open" in bars.columns else None,
         ),
         days=bars["date"].cast(pl.Int32).to_numpy().astype(np.int64),
     )
@@ -221,9 +224,11 @@ def simulate_with_signals(
     costs: Costs,
     market: str,
     strategies: tuple[str, ...] = STRATEGIES,
+    fills: tuple[str, ...] = FILLS,
 ) -> Simulation:
     """Backtest every strategy over `years` = 1..ceil(history) of each symbol (at most 20), with
-    its exit rules in `market` (`Strategy.rules`).
+    its exit rules in `market` (`Strategy.rules`), once per fill of `fills` (next-open fills
+    need the bars' `open`).
 
     `signals` holds `{strategy}_entry` and `{strategy}_exit` booleans (no nulls) for every bar of
     `bars` sorted by symbol then date, row for row (as `signals_frame` returns them). The window of
@@ -235,7 +240,7 @@ def simulate_with_signals(
         raise ValueError(f"{signals.height} rows of signals for {len(loaded.days)} bars")
     columns = [f"{name}_{side}" for name in strategies for side in ("entry", "exit")]
     masks = {c: _mask(signals[c]) for c in columns}
-    return _simulate(loaded, masks, costs, strategies, market)
+    return _simulate(loaded, masks, costs, strategies, market, fills)
 
 
 def _mask(signal: pl.Series) -> Mask:
@@ -296,26 +301,31 @@ def _simulate(
     costs: Costs,
     strategies: tuple[str, ...],
     market_name: str,
+    fills: tuple[str, ...],
 ) -> Simulation:
     windows = _windows(market)
     all_trades, all_summaries, all_states = [], [], []
     full_runs: dict[str, pl.DataFrame] = {}
-    for name in strategies:
-        strategy = BY_NAME[name]
-        runs = run_tasks(
-            market.bars,
-            signals[f"{name}_entry"],
-            signals[f"{name}_exit"],
-            windows.column,
-            windows.start,
-            strategy.rules(market_name),
-            costs,
-        )
-        trades = _trade_frame(market, runs, windows.column)
-        all_trades.append(_window_trades(trades, runs, windows, name))
-        all_summaries.append(_summary_frame(market, runs, trades, windows, costs, name))
-        all_states.append(_state_frame(market, runs, windows, name))
-        full_runs[name] = _gather(trades, runs, windows.full)
+    for fill in fills:
+        for name in strategies:
+            runs = run_tasks(
+                market.bars,
+                signals[f"{name}_entry"],
+                signals[f"{name}_exit"],
+                windows.column,
+                windows.start,
+                BY_NAME[name].rules(market_name),
+                costs,
+                fill=fill,
+            )
+            trades = _trade_frame(market, runs, windows.column, fill)
+            labels = {"strategy": pl.lit(name, pl.String), "fill": pl.lit(fill, pl.String)}
+            all_trades.append(_window_trades(trades, runs, windows).with_columns(**labels))
+            summaries = _summary_frame(market, runs, trades, windows, costs)
+            all_summaries.append(summaries.with_columns(**labels))
+            all_states.append(_state_frame(market, runs, windows).with_columns(**labels))
+            if fill == "close":
+                full_runs[name] = _gather(trades, runs, windows.full)
     return Simulation(
         trades=pl.concat(all_trades, how="vertical_relaxed"),
         summaries=pl.concat(all_summaries, how="vertical_relaxed"),
@@ -325,7 +335,7 @@ def _simulate(
     )
 
 
-def _state_frame(market: Market, runs: Runs, windows: _Windows, name: str) -> pl.DataFrame:
+def _state_frame(market: Market, runs: Runs, windows: _Windows) -> pl.DataFrame:
     """Each window's carried state at its symbol's last bar (window by window, symbols in order)."""
     window, column = np.nonzero(windows.kept)
     task = windows.task[window, column]
@@ -340,20 +350,20 @@ def _state_frame(market: Market, runs: Runs, windows: _Windows, name: str) -> pl
                 )
             ).to_series(),
             "symbol": pl.Series(market.symbols, dtype=pl.String).gather(column),
-            "strategy": pl.Series([name] * len(task), dtype=pl.String),
             "years": pl.Series(windows.years[window], dtype=pl.Int32),
             "peak": runs.peak[task],
             "trough": runs.trough[task],
             "drawdown": runs.drawdown[task],
             "run_up": runs.run_up[task],
             "max_close": runs.max_close[task],
+            "pending": pl.Series(runs.pending[task], dtype=pl.Int32),
         }
     )
 
 
-def _trade_frame(market: Market, runs: Runs, task_column: Rows) -> pl.DataFrame:
+def _trade_frame(market: Market, runs: Runs, task_column: Rows, fill: str) -> pl.DataFrame:
     """One row per trade of `runs`, task by task: `backtest_trades` but the window's labels."""
-    arrays = trade_arrays(runs, task_column, market.bars)
+    arrays = trade_arrays(runs, task_column, market.bars, fill)
     col = arrays["column"].to_numpy()
     start = market.dates(arrays["entry_row"].to_numpy(), col)
     marked = market.dates(arrays["mark_row"].to_numpy(), col)
@@ -373,14 +383,13 @@ def _gather(trades: pl.DataFrame, runs: Runs, tasks: Rows) -> pl.DataFrame:
     return trades[np.repeat(runs.first[tasks], count) + ranks(count)]
 
 
-def _window_trades(trades: pl.DataFrame, runs: Runs, windows: _Windows, name: str) -> pl.DataFrame:
+def _window_trades(trades: pl.DataFrame, runs: Runs, windows: _Windows) -> pl.DataFrame:
     """Every window's trades (window by window, symbols in order), labelled with the window."""
     tasks = windows.task[windows.kept]
     count = runs.count[tasks]
     window = np.repeat(np.nonzero(windows.kept)[0], count)
     return _gather(trades, runs, tasks).with_columns(
         full_history=pl.Series(np.repeat(windows.first_row[windows.kept] == 0, count)),
-        strategy=pl.lit(name, pl.String),
         years=pl.Series(windows.years[window], dtype=pl.Int32),
     )
 
@@ -391,7 +400,6 @@ def _summary_frame(
     trades: pl.DataFrame,
     windows: _Windows,
     costs: Costs,
-    name: str,
 ) -> pl.DataFrame:
     """One summary per window and symbol (window by window, symbols in order)."""
     window, column = np.nonzero(windows.kept)
@@ -412,7 +420,6 @@ def _summary_frame(
         start_date=market.dates(start, column),
         end_date=market.last_dates().gather(column),
         full_history=pl.Series(start == 0),
-        strategy=pl.lit(name, pl.String),
         years=pl.Series(windows.years[window], dtype=pl.Int32),
     )
     by_task = metrics.trade_metrics(trades.with_columns(task=pl.Series(runs.trades.task)), "task")

@@ -67,7 +67,7 @@ def inconsistent_trade_state(trades: pl.DataFrame) -> pl.DataFrame:
 
 def inconsistent_counts(summaries: pl.DataFrame, trades: pl.DataFrame) -> pl.DataFrame:
     """total = profitable + unprofitable = the closed trades of the window; total_profit = final - initial."""
-    key = ["symbol", "strategy", "years"]
+    key = ["symbol", "strategy", "fill", "years"]
     closed = trades.filter(pl.col("action") == "Sell").group_by(key).agg(_closed=pl.len())
     joined = summaries.join(closed, on=key, how="left").with_columns(pl.col("_closed").fill_null(0))
     ok = (

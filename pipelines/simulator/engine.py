@@ -1,4 +1,7 @@
-"""The backtest kernel: each symbol's long-only, all-in state machine compiled with numba, fills at the signal bar's close."""
+"""The backtest kernel: each symbol's long-only, all-in state machine compiled with numba.
+
+Orders fill at the close of the signal's bar (`close`) or at the next bar's open (`next_open`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from pipelines.catalog import FILLS
 from pipelines.platform.compiled import kernel_input
 
 Panel = NDArray[np.float64]
@@ -27,6 +31,9 @@ EXIT_REASONS: dict[int, str] = {
     SIGNAL: "signal",
 }
 """Exit reason codes, in priority order when several fire on one bar (lowest code wins)."""
+NO_ORDER = 0
+ENTRY = 5
+"""A run's pending order under `next_open` fills: none, an exit (its reason code) or an entry."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,8 @@ class Costs:
     fee: float = 0.001
     """Charged on each leg: entry notional x fee, exit notional x fee."""
     slippage: float = 0.0005
-    """Adverse fill: buys at close x (1 + slippage), sells at close x (1 - slippage)."""
+    """Adverse fill: buys at the fill's market price (the close, or the next open) x (1 +
+    slippage), sells at it x (1 - slippage)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,8 @@ class FlatBars:
     rows: int
     """The longest symbol's length: rows outside a window count as NaN equity up to it (the
     equity curve of a (rows x symbols) panel)."""
+    open: Panel | None = None
+    """Opens, which `next_open` fills need (None: close fills only)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,9 @@ class Runs:
     """Running minimum of the equity curve at the last bar."""
     max_close: Panel
     """Highest close since the open trade's entry (the trailing stop's reference; NaN when flat)."""
+    pending: Rows
+    """The order placed at the last bar that fills at the next open (NO_ORDER, an exit reason code
+    or ENTRY; always NO_ORDER under close fills)."""
 
 
 _TRADE_FLOATS = 7
@@ -182,14 +195,62 @@ def _curve_step(
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
+def _buy(
+    t: int, price: float, cash: float, slot: int, costs: Panel, floats: Panel, ints: Rows
+) -> tuple[float, int]:
+    """All the cash into a new trade (the next slot) at market `price` on row t: (units, slot)."""
+    fill = price * (1.0 + costs[2])
+    units = cash / (fill * (1.0 + costs[1]))
+    slot += 1
+    ints[0, slot] = t
+    ints[1, slot] = -1
+    ints[2, slot] = NO_EXIT
+    floats[0, slot] = fill
+    floats[1, slot] = units
+    floats[2, slot] = units * fill * costs[1]
+    floats[3, slot] = np.nan
+    floats[4, slot] = 0.0
+    return units, slot
+
+
+@numba.njit(cache=True, inline="always", nogil=True)
+def _sell(
+    t: int,
+    price: float,
+    code: int,
+    units: float,
+    highest: float,
+    lowest: float,
+    slot: int,
+    costs: Panel,
+    floats: Panel,
+    ints: Rows,
+) -> float:
+    """The whole position out of trade `slot` at market `price` on row t: the cash it brings."""
+    fill = price * (1.0 - costs[2])
+    gross = units * fill
+    paid = gross * costs[1]
+    ints[1, slot] = t
+    ints[2, slot] = code
+    floats[3, slot] = fill
+    floats[4, slot] = paid
+    floats[5, slot] = highest
+    floats[6, slot] = lowest
+    return gross - paid
+
+
+@numba.njit(cache=True, inline="always", nogil=True)
 def _bar(
     t: int,
+    o: float,
     c: float,
     high: float,
     low: float,
     entry: bool,
     exit_signal: bool,
+    at_open: bool,
     held: bool,
+    pending: int,
     cash: float,
     units: float,
     start_price: float,
@@ -201,16 +262,33 @@ def _bar(
     costs: Panel,
     floats: Panel,
     ints: Rows,
-) -> tuple[bool, float, float, float, float, float, float, int]:
-    """One bar's close of one run (row `t` of its symbol): a held position exits if a rule or the
-    exit signal fires, else a flat one with an entry signal buys with all its cash (not on the bar
-    it exited). Fills go to the trade `slot` (an entry takes the next one). Returns the run's state
-    after the bar: held, cash, units, start_price, max_close, highest, lowest, slot.
+) -> tuple[bool, int, float, float, float, float, float, float, int]:
+    """One bar of one run (row `t` of its symbol). At the open, the order pending from the bar
+    before fills (`at_open`: next-open fills). At the close, a held position exits if a rule or
+    the exit signal fires, else a flat one with an entry signal buys with all its cash (not on
+    the bar it exited); under next-open fills either becomes the pending order instead. Fills go
+    to the trade `slot` (an entry takes the next one). Returns the run's state after the bar:
+    held, pending, cash, units, start_price, max_close, highest, lowest, slot.
 
     The one place a bar is traded: a run from its first row and a run resumed from carried state
     step through the same arithmetic, so both come out bit for bit the same."""
+    if pending != NO_ORDER and o == o:
+        if pending == ENTRY:
+            units, slot = _buy(t, o, cash, slot, costs, floats, ints)
+            cash = 0.0
+            held = True
+            start_price = max_close = o
+            highest = high
+            lowest = low
+        else:
+            highest = _fmax(highest, high)
+            lowest = _fmin(lowest, low)
+            cash = _sell(t, o, pending, units, highest, lowest, slot, costs, floats, ints)
+            units = 0.0
+            held = False
+            start_price = max_close = highest = lowest = np.nan
+        pending = NO_ORDER
     stop_factor, trail_factor, take_factor = factors[0], factors[1], factors[2]
-    fee, slippage = costs[1], costs[2]
     exited = False
     if held:
         highest = _fmax(highest, high)
@@ -226,38 +304,25 @@ def _bar(
         elif exit_signal:
             code = SIGNAL
         if code != NO_EXIT:
-            price = c * (1.0 - slippage)
-            gross = units * price
-            paid = gross * fee
-            ints[1, slot] = t
-            ints[2, slot] = code
-            floats[3, slot] = price
-            floats[4, slot] = paid
-            floats[5, slot] = highest
-            floats[6, slot] = lowest
-            cash = gross - paid
-            units = 0.0
-            held = False
-            exited = True
-            start_price = max_close = highest = lowest = np.nan
+            if at_open:
+                pending = code
+            else:
+                cash = _sell(t, c, code, units, highest, lowest, slot, costs, floats, ints)
+                units = 0.0
+                held = False
+                exited = True
+                start_price = max_close = highest = lowest = np.nan
     if c == c and not held and not exited and entry:
-        price = c * (1.0 + slippage)
-        units = cash / (price * (1.0 + fee))
-        slot += 1
-        ints[0, slot] = t
-        ints[1, slot] = -1
-        ints[2, slot] = NO_EXIT
-        floats[0, slot] = price
-        floats[1, slot] = units
-        floats[2, slot] = units * price * fee
-        floats[3, slot] = np.nan
-        floats[4, slot] = 0.0
-        cash = 0.0
-        held = True
-        start_price = max_close = c
-        highest = high
-        lowest = low
-    return held, cash, units, start_price, max_close, highest, lowest, slot
+        if at_open:
+            pending = ENTRY
+        else:
+            units, slot = _buy(t, c, cash, slot, costs, floats, ints)
+            cash = 0.0
+            held = True
+            start_price = max_close = c
+            highest = high
+            lowest = low
+    return held, pending, cash, units, start_price, max_close, highest, lowest, slot
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
@@ -278,9 +343,12 @@ def _close_task(
     trough: float,
     max_close: float,
     figures: Panel,
+    pending: int,
+    orders: Rows,
 ) -> None:
     """Task k's end: an open trade's highest high and lowest low so far, its trade count, whether
-    it holds, and its figures (rows of `figures`: _TASK_FLOATS)."""
+    it holds, its figures (rows of `figures`: _TASK_FLOATS) and its pending order."""
+    orders[k] = pending
     if held:
         floats[5, slot] = highest
         floats[6, slot] = lowest
@@ -312,10 +380,13 @@ class Carried:
     trough: Panel
     drawdown: Panel
     run_up: Panel
+    pending: Rows
+    """The order the last bar placed, to fill at the next open (`Runs.pending`)."""
 
 
 _CARRIED_FIELDS = tuple(field.name for field in fields(Carried))
-CARRIED = np.dtype([(name, np.bool_ if name == "held" else np.float64) for name in _CARRIED_FIELDS])
+_CARRIED_TYPES = {"held": np.bool_, "pending": np.int64}
+CARRIED = np.dtype([(name, _CARRIED_TYPES.get(name, np.float64)) for name in _CARRIED_FIELDS])
 """`Carried` as one record per task, the kernel's starting state (its fields by name)."""
 
 
@@ -328,6 +399,7 @@ def _records(carried: Carried) -> NDArray[np.void]:
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _tasks(
+    open_: Panel,
     close: Panel,
     high: Panel,
     low: Panel,
@@ -335,6 +407,7 @@ def _tasks(
     exit_signal: Mask,
     offset: Rows,
     length: Rows,
+    at_open: bool,
     task_column: Rows,
     task_start: Rows,
     start: NDArray[np.void],
@@ -347,6 +420,7 @@ def _tasks(
     count: Rows,
     figures: Panel,
     in_position: Mask,
+    orders: Rows,
 ) -> None:
     """Run every task (symbol task_column[k] from its row task_start[k], in `start[k]`'s state:
     a new run's, or one carried on) into the preallocated outputs: trade k's slots from first[k],
@@ -354,7 +428,7 @@ def _tasks(
     per symbol).
 
     factors: 1 - stop_loss, 1 - trailing_stop, 1 + take_profit (NaN = rule off); costs: initial
-    cash, fee, slippage. Every formula keeps the numpy engine's operation order (bit-identical).
+    cash, fee, slippage; at_open: next-open fills (`open_` is read only then). Every formula keeps the numpy engine's operation order (bit-identical).
     """
     with_equity = equity.size > 0
     for k in numba.prange(task_column.size):
@@ -365,6 +439,7 @@ def _tasks(
         start_price, max_close = state.start_price, state.max_close
         highest, lowest = state.highest, state.lowest
         peak, trough, drawdown, run_up = state.peak, state.trough, state.drawdown, state.run_up
+        pending = state.pending
         slot = first[k] - 1
         if held:
             slot += 1
@@ -380,14 +455,18 @@ def _tasks(
         for t in range(task_start[k], n):
             i = base + t
             c = close[i]
-            held, cash, units, start_price, max_close, highest, lowest, slot = _bar(
+            o = open_[i] if at_open else np.nan
+            held, pending, cash, units, start_price, max_close, highest, lowest, slot = _bar(
                 t,
+                o,
                 c,
                 high[i],
                 low[i],
                 entry[i],
                 exit_signal[i],
+                at_open,
                 held,
+                pending,
                 cash,
                 units,
                 start_price,
@@ -423,6 +502,8 @@ def _tasks(
             trough,
             max_close,
             figures,
+            pending,
+            orders,
         )
 
 
@@ -450,9 +531,9 @@ def _factor(value: float | None, sign: float) -> float:
     return np.nan if value is None else 1.0 + sign * value
 
 
-def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask]:
+def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask, Rows]:
     """The kernels' outputs for tasks of at most bound[k] trades each: first slots, trade floats
-    and ints, trade counts, figures and whether each task holds at the end."""
+    and ints, trade counts, figures, whether each task holds at the end and its pending order."""
     tasks = len(bound)
     first = np.zeros(tasks + 1, np.int64)
     np.cumsum(bound, out=first[1:])
@@ -464,15 +545,21 @@ def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask]:
         np.empty(tasks, np.int64),
         np.empty((_TASK_FLOATS, tasks)),
         np.empty(tasks, np.bool_),
+        np.empty(tasks, np.int64),
     )
 
 
 def _bar_inputs(
-    bars: FlatBars, entry: Mask, exit_signal: Mask
-) -> tuple[Panel, Panel, Panel, Mask, Mask, Rows, Rows]:
-    """What both kernels read of the bars: close, high, low, the signals, offsets and lengths, each
-    as `kernel_input` (one array type per argument, so one compiled specialization)."""
+    bars: FlatBars, entry: Mask, exit_signal: Mask, at_open: bool
+) -> tuple[Panel, Panel, Panel, Panel, Mask, Mask, Rows, Rows, bool]:
+    """What the kernel reads of the bars: open, close, high, low, the signals, offsets, lengths
+    and the fill, each array as `kernel_input` (one array type per argument, so one compiled
+    specialization)."""
+    if at_open and bars.open is None:
+        raise ValueError("next_open fills need the bars' opens")
+    opens = bars.open if at_open and bars.open is not None else bars.close
     return (
+        kernel_input(opens, np.float64),
         kernel_input(bars.close, np.float64),
         kernel_input(bars.high, np.float64),
         kernel_input(bars.low, np.float64),
@@ -480,6 +567,7 @@ def _bar_inputs(
         kernel_input(exit_signal, np.bool_),
         kernel_input(bars.offset, np.int64),
         kernel_input(bars.length, np.int64),
+        at_open,
     )
 
 
@@ -494,7 +582,13 @@ def _factors(rules: ExitRules) -> Panel:
 
 
 def _runs(
-    first: Rows, floats: Panel, ints: Rows, count: Rows, figures: Panel, in_position: Mask
+    first: Rows,
+    floats: Panel,
+    ints: Rows,
+    count: Rows,
+    figures: Panel,
+    in_position: Mask,
+    orders: Rows,
 ) -> Runs:
     """The kernels' slot arrays as Runs: the slots each task used, in task order."""
     used = np.repeat(first[:-1], count) + ranks(count)
@@ -525,6 +619,7 @@ def _runs(
         peak=figures[3],
         trough=figures[4],
         max_close=figures[5],
+        pending=orders,
     )
 
 
@@ -537,14 +632,19 @@ def run_tasks(
     rules: ExitRules,
     costs: Costs,
     equity: Panel | None = None,
+    fill: str = "close",
 ) -> Runs:
     """Run symbol task_column[k] from its row task_start[k], for every task k (in parallel).
 
     `entry` and `exit_signal` are aligned with the rows of `bars`. At each bar's close, a held
     position exits if a rule or the exit signal fires; otherwise a flat symbol with an entry
-    signal buys with all its cash. One action per symbol and bar: a symbol that exits on a bar
+    signal buys with all its cash. One decision per symbol and bar: a symbol that exits on a bar
     does not re-enter on it. Signals before the start row are ignored. `equity`, when given (one
     task per symbol at most), receives the equity of every bar of a window.
+
+    `fill` = "close" fills a decision at its bar's close; "next_open" at the next bar's open
+    (the open is the trade's reference price for the rules), and a decision on the last bar is
+    left pending (`Runs.pending`).
     """
     tasks = len(task_column)
     nothing = np.full(tasks, np.nan)
@@ -562,8 +662,11 @@ def run_tasks(
         trough=nothing,
         drawdown=np.where(partial, np.inf, np.nan),
         run_up=np.where(partial, -np.inf, np.nan),
+        pending=np.full(tasks, NO_ORDER, np.int64),
     )
-    return _run(bars, entry, exit_signal, task_column, task_start, fresh, rules, costs, equity)
+    return _run(
+        bars, entry, exit_signal, task_column, task_start, fresh, rules, costs, equity, fill
+    )
 
 
 def resume_tasks(
@@ -574,14 +677,15 @@ def resume_tasks(
     carried: Carried,
     rules: ExitRules,
     costs: Costs,
+    fill: str = "close",
 ) -> Runs:
     """Each task (a run of symbol task_column[k]) carried on from its state over its symbol's new
     bars (`bars`, rows counted from the first new one), as `run_tasks` would have run them after
     the stored ones. A task holding a position has its open trade as its first trade, with entry
     row -1 and NaN entry price and fee (the stored trade knows them); `final` is NaN for a
-    symbol without new bars."""
+    symbol without new bars. A pending order carried in fills at the first new bar's open."""
     start = np.zeros(len(task_column), np.int64)
-    return _run(bars, entry, exit_signal, task_column, start, carried, rules, costs, None)
+    return _run(bars, entry, exit_signal, task_column, start, carried, rules, costs, None, fill)
 
 
 def _run(
@@ -594,21 +698,24 @@ def _run(
     rules: ExitRules,
     costs: Costs,
     equity: Panel | None,
+    fill: str,
 ) -> Runs:
     """The kernel over every task from `state`, into outputs of one slot per entry signal from the
-    task's start row, plus one for an open trade carried in."""
+    task's start row, plus one for an open trade or a pending entry carried in."""
+    if fill not in FILLS:
+        raise ValueError(f"unknown fill {fill!r}: one of {', '.join(FILLS)}")
     starts = bars.offset[task_column]
     ends = starts + bars.length[task_column]
     counted = np.zeros(len(entry) + 1, np.int64)
     np.cumsum(entry, out=counted[1:])
     opened = counted[ends] - counted[np.minimum(starts + task_start, ends)]
-    bound = state.held.astype(np.int64) + opened
-    first, floats, ints, count, figures, in_position = _outputs(bound)
+    bound = state.held.astype(np.int64) + (state.pending == ENTRY) + opened
+    first, floats, ints, count, figures, in_position, orders = _outputs(bound)
     # dynamic chunks: threads that finish early take more tasks (robust when a core is busy)
     previous = numba.set_parallel_chunksize(_CHUNK)
     try:
         _tasks(
-            *_bar_inputs(bars, entry, exit_signal),
+            *_bar_inputs(bars, entry, exit_signal, fill == "next_open"),
             kernel_input(task_column, np.int64),
             kernel_input(task_start, np.int64),
             _records(state),
@@ -621,10 +728,11 @@ def _run(
             count,
             figures,
             in_position,
+            orders,
         )
     finally:
         numba.set_parallel_chunksize(previous)
-    return _runs(first, floats, ints, count, figures, in_position)
+    return _runs(first, floats, ints, count, figures, in_position, orders)
 
 
 def ranks(count: Rows) -> Rows:
@@ -643,11 +751,14 @@ def backtest(
     start: Rows,
     rules: ExitRules,
     costs: Costs,
+    open_: Panel | None = None,
+    fill: str = "close",
 ) -> Result:
     """Run every symbol (panel column) from its `start` row to the panel's last row.
 
     Panels are (bars x symbols), column j = symbol j from its first bar, NaN after its last.
-    Same rules as `run_tasks`; the fills come out in bar order, symbols in column order within a bar.
+    Same rules as `run_tasks` (`open_` is needed for `fill` = "next_open"); the fills come out
+    in bar order, symbols in column order within a bar.
     """
     rows, width = close.shape
 
@@ -661,12 +772,13 @@ def backtest(
         offset=np.arange(width, dtype=np.int64) * rows,
         length=np.full(width, rows, np.int64),
         rows=rows,
+        open=None if open_ is None else flat(open_, np.float64),
     )
     equity = np.full(rows * width, np.nan)
     columns = np.arange(width, dtype=np.int64)
     entry_flat, exit_flat = flat(entry, np.bool_), flat(exit_signal, np.bool_)
     start_rows = np.asarray(start, np.int64)
-    runs = run_tasks(bars, entry_flat, exit_flat, columns, start_rows, rules, costs, equity)
+    runs = run_tasks(bars, entry_flat, exit_flat, columns, start_rows, rules, costs, equity, fill)
     t = runs.trades
     closed = t.exit_row >= 0
     nan = np.full(len(t.task), np.nan)

@@ -16,7 +16,10 @@ without carried state is replayed from its bars instead (`update.py`).
 
 What a window carries: its open trade (the position), its summary (the final value is the cash
 when flat; the closed trades' figures stand until a trade closes) and `backtest_state` (the
-curve's running figures, the highest close since the open trade's entry, the first trade's day).
+curve's running figures, the highest close since the open trade's entry, the first trade's day
+and, for next-open fills, the order the last bar placed, which fills at the first new bar's open).
+A window with a pending entry is carried on only while its new start is on or before the bar that
+placed it: a start after it would not have seen the signal.
 A carried-on window's closed trades are not read: its rows of `backtest_trades` change only where
 the open trade is, or a trade starts.
 """
@@ -33,9 +36,9 @@ from numpy.typing import NDArray
 
 from pipelines.simulator import metrics, scoring
 from pipelines.simulator.backtests import MAX_YEARS
-from pipelines.simulator.engine import Carried, Costs, FlatBars, Runs, resume_tasks
+from pipelines.simulator.engine import ENTRY, Carried, Costs, FlatBars, Runs, resume_tasks
 from pipelines.simulator.strategies import BY_NAME
-from pipelines.simulator.trades import REASONS, money
+from pipelines.simulator.trades import REASONS, market_prices, money
 
 TRADE_FIGURES = [
     "total_trades",
@@ -50,7 +53,7 @@ TRADE_FIGURES = [
 """Summary columns from a window's closed trades (`metrics.trade_metrics`)."""
 START_SEARCH = timedelta(days=31)
 """How far after a window's earliest day its first bar is looked for; a longer gap replays it."""
-WINDOW = ["symbol", "strategy", "years"]
+WINDOW = ["symbol", "strategy", "fill", "years"]
 
 
 @dataclass(frozen=True)
@@ -69,13 +72,15 @@ def windows(stored: Stored, prices: pl.DataFrame) -> pl.DataFrame:
     symbol can be carried on (`carried`; `start_bars` checks the new first bars too)."""
     span = (pl.col("last_date") - pl.col("first_date")).dt.total_days().cast(pl.Float64)
     available = (span / metrics.DAYS_PER_YEAR - 1e-9).ceil().clip(1, MAX_YEARS).cast(pl.Int32)
-    has_state = stored.states.select(*WINDOW, "first_entry").with_columns(has_state=pl.lit(True))
+    has_state = stored.states.select(*WINDOW, "first_entry", "pending").with_columns(
+        has_state=pl.lit(True)
+    )
     joined = (
         stored.summaries.join(prices.select("symbol", "first_date", "last_date"), on="symbol")
         .join(has_state, on=WINDOW, how="left")
         .with_columns(
             since=pl.col("last_date").dt.offset_by(pl.format("-{}y", pl.col("years"))),
-            stored_windows=pl.col("years").max().over("symbol", "strategy"),
+            stored_windows=pl.col("years").max().over("symbol", "strategy", "fill"),
             available=available,
         )
     )
@@ -96,7 +101,7 @@ def start_bars(windows: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame:
     """The windows of the symbols every window of which has a new first bar (`start_date`,
     `first_close`): the first bar on or after `since` (or the symbol's first bar) within
     START_SEARCH, which keeps the window's `full_history` and is strictly before the window's
-    first entry."""
+    first entry (and, for a pending entry, on or before the bar that placed it)."""
     wanted = windows.with_columns(_from=pl.max_horizontal("since", "first_date")).sort("_from")
     found = wanted.join_asof(
         bars.select("symbol", _start="date", _first_close="close").sort("_start"),
@@ -110,7 +115,11 @@ def start_bars(windows: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame:
     # a window whose start leaves the first bar relabels its closed trades: replayed instead
     same = (pl.col("_start") == pl.col("first_date")) == pl.col("full_history")
     # a start on the first entry's bar never saw the flat equity the carried curve did
-    flat_start = pl.col("first_entry").is_null() | (pl.col("_start") < pl.col("first_entry"))
+    # a start after the bar of a pending entry would not have seen its signal
+    unplaced = (pl.col("pending") != ENTRY) | (pl.col("_start") <= pl.col("end_date"))
+    flat_start = (pl.col("first_entry").is_null() & unplaced) | (
+        pl.col("_start") < pl.col("first_entry")
+    )
     whole = (pl.col("_start").is_not_null() & same & flat_start).all().over("symbol")
     return (
         found.filter(whole)
@@ -159,30 +168,32 @@ def resume(
     closed_trades: ClosedTrades,
 ) -> Resumed:
     """The carried windows (from `start_bars`) over their symbols' new bars: `new_bars` (symbol,
-    date, close, high, low) and `new_signals` (the strategies' columns), row for row, by symbol
-    then date, with the strategies' exit rules in `market`."""
+    date, open, close, high, low) and `new_signals` (the strategies' columns), row for row, by
+    symbol then date, with the strategies' exit rules in `market`."""
     symbols = windows["symbol"].unique().sort()
     bars = _flat(new_bars, symbols)
+    runs = windows.select("fill", "strategy").unique().sort("fill", "strategy").rows()
     done = [
         _strategy(
-            windows.filter(pl.col("strategy") == name).sort(WINDOW),
+            windows.filter((pl.col("strategy") == name) & (pl.col("fill") == fill)).sort(WINDOW),
             stored,
             new_bars,
             new_signals,
             bars,
             symbols,
-            name,
+            (name, fill),
             costs,
             market,
         )
-        for name in windows["strategy"].unique().sort().to_list()
+        for fill, name in runs
     ]
     trades = pl.concat([d.trades for d in done])
     numbered = pl.concat([d.equity for d in done]).with_columns(
         task=pl.int_range(pl.len(), dtype=pl.Int64)
     )
     last = new_bars.group_by("symbol", maintain_order=True).agg(date=pl.col("date").last())
-    longest = windows.filter(pl.col("years") == pl.col("years").max().over("symbol", "strategy"))
+    at_close = windows.filter(pl.col("fill") == "close")
+    longest = at_close.filter(pl.col("years") == pl.col("years").max().over("symbol", "strategy"))
     whole = trades.join(longest.select(WINDOW), on=WINDOW, how="semi")
     full_runs = {
         name: whole.filter(pl.col("strategy") == name)
@@ -228,6 +239,7 @@ def _flat(new_bars: pl.DataFrame, symbols: pl.Series) -> FlatBars:
         offset=offset,
         length=lengths,
         rows=int(lengths.max(initial=0)),
+        open=floats("open"),
     )
 
 
@@ -238,11 +250,13 @@ def _strategy(
     new_signals: pl.DataFrame,
     bars: FlatBars,
     symbols: pl.Series,
-    name: str,
+    run: tuple[str, str],
     costs: Costs,
     market: str,
 ) -> _Done:
-    """One strategy's carried windows (`mine`, sorted by symbol and years) in `market`."""
+    """One strategy's carried windows of one fill (`run`: strategy, fill; `mine`, sorted by
+    symbol and years) in `market`."""
+    name, fill = run
     column = (
         mine.select("symbol")
         .join(
@@ -278,6 +292,7 @@ def _strategy(
         trough=values(state, "trough"),
         drawdown=values(state, "drawdown"),
         run_up=values(state, "run_up"),
+        pending=state["pending"].cast(pl.Int64).to_numpy(),
     )
     runs = resume_tasks(
         bars,
@@ -287,8 +302,9 @@ def _strategy(
         carried,
         BY_NAME[name].rules(market),
         costs,
+        fill,
     )
-    trades = _trade_rows(runs, mine, open_trades, new_bars, bars, column)
+    trades = _trade_rows(runs, mine, open_trades, new_bars, bars, column, fill)
     last_row = bars.offset[column] + bars.length[column] - 1
     equity = metrics.equity_frame(
         final=runs.final,
@@ -310,6 +326,7 @@ def _strategy(
             drawdown=runs.drawdown,
             run_up=runs.run_up,
             max_close=runs.max_close,
+            pending=pl.Series(runs.pending, dtype=pl.Int32),
             first_entry=state["first_entry"],
         )
         .join(first_new, on=WINDOW, how="left", maintain_order="left")
@@ -326,6 +343,7 @@ def _trade_rows(
     new_bars: pl.DataFrame,
     bars: FlatBars,
     column: np.ndarray,
+    fill: str,
 ) -> pl.DataFrame:
     """The trades the new bars touched: each window's open trade carried in (entry row -1: its
     entry from the stored row) and those entered on the new bars, as `trades.trade_arrays` and
@@ -338,11 +356,13 @@ def _trade_rows(
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
     days = new_bars["date"]
     before = open_trades[t.task]
-    last_price = bars.close[bars.offset[col] + mark_row]
+    at = market_prices(bars, fill)
+    marked_row = bars.offset[col] + mark_row
+    last_price = np.where(closed, at[marked_row], bars.close[marked_row])
     entry_price = np.where(carried_in, before["entry_price"].to_numpy(), t.entry_price)
     entry_fee = np.where(carried_in, before["fees"].to_numpy(), t.entry_fee)
     start_price = np.where(
-        carried_in, before["start_price"].to_numpy(), bars.close[bars.offset[col] + entry_row]
+        carried_in, before["start_price"].to_numpy(), at[bars.offset[col] + entry_row]
     )
     fees, profit, percent = money(
         closed, t.units, entry_price, entry_fee, t.exit_price, t.exit_fee, last_price

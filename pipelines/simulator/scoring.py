@@ -111,8 +111,10 @@ def scorecards(
     instruments: pl.DataFrame,
     trends: pl.DataFrame,
 ) -> pl.DataFrame:
-    """One row per symbol and strategy from its longest backtest window; `preferred` marks the
-    strategy with the higher score (aggressive on a tie), the one a single scorecard shows."""
+    """One row per symbol and strategy from its longest backtest window filled at the close;
+    `preferred` marks the strategy with the higher score (aggressive on a tie), the one a single
+    scorecard shows."""
+    summaries = summaries.filter(pl.col("fill") == "close")
     longest = summaries.filter(pl.col("years") == pl.col("years").max().over("symbol", "strategy"))
     running = trends.filter("is_running").select(
         "symbol", "trend", trend_duration=pl.col("trend_duration_days")

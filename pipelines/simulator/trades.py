@@ -32,17 +32,28 @@ def money(
     return fees, profit, 100.0 * profit / spent
 
 
-def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
+def market_prices(bars: FlatBars, fill: str) -> NDArray[np.float64]:
+    """The market price of a fill on each bar, before slippage: its close or, for `next_open`
+    fills, its open."""
+    if fill == "next_open" and bars.open is not None:
+        return bars.open
+    return bars.close
+
+
+def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl.DataFrame:
     """One row per trade of `runs` (task by task): `column`, `entry_row`, `exit_row` (-1 while
     open), `mark_row` (the exit bar, or the symbol's last bar while open), `closed` and the numbers.
 
-    Rows count from the symbol's first bar. An open trade is marked at its symbol's last close.
+    Rows count from the symbol's first bar. A closed trade's `last_price` is its exit's market
+    price (`market_prices`); an open trade is marked at its symbol's last close.
     """
     t = runs.trades
     col = task_column[t.task]
     closed = t.exit_row >= 0
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
-    last_price = bars.close[bars.offset[col] + mark_row]
+    at = market_prices(bars, fill)
+    marked = bars.offset[col] + mark_row
+    last_price = np.where(closed, at[marked], bars.close[marked])
     fees, profit, percent = money(
         closed, t.units, t.entry_price, t.entry_fee, t.exit_price, t.exit_fee, last_price
     )
@@ -54,7 +65,7 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars) -> pl.DataFrame:
             "mark_row": mark_row,
             "closed": closed,
             "exit_reason": REASONS.gather(t.reason),
-            "start_price": bars.close[bars.offset[col] + t.entry_row],
+            "start_price": at[bars.offset[col] + t.entry_row],
             "entry_price": t.entry_price,
             "exit_price": pl.Series(t.exit_price, nan_to_null=True),
             "last_price": last_price,

@@ -48,7 +48,7 @@ from pipelines.warehouse.tables import (
 TABLES: tuple[Table, ...] = (*catalog.TABLES, STRATEGY_SIGNALS, SIGNAL_STATE, BACKTEST_STATE)
 SIMULATED = (catalog.BACKTEST_TRADES, catalog.BACKTEST_SUMMARIES, catalog.CURRENT_ACTIONS)
 """Tables of a symbol's backtests: rewritten only for the symbols a run recomputes."""
-BAR_COLUMNS = ("close", "high", "low", "volume")
+BAR_COLUMNS = ("open", "close", "high", "low", "volume")
 """What the signals and the backtests read of a bar (besides its symbol and date)."""
 RESUMED = {
     catalog.BACKTEST_TRADES: "trades",
@@ -296,7 +296,7 @@ def _scored(work: ShardWork, files: Mapping[str, Files]) -> dict[str, pl.DataFra
     storage, market = work.tx.store.storage, work.shard.market
     summaries = scan(
         storage, files[catalog.BACKTEST_SUMMARIES.name].values(), catalog.BACKTEST_SUMMARIES
-    )
+    ).filter(pl.col("fill") == "close")
     actions = scan(storage, files[catalog.CURRENT_ACTIONS.name].values(), catalog.CURRENT_ACTIONS)
     listed = pl.col("symbol").is_in(work.prices["symbol"].implode())
     instruments = scan(storage, work.tx.partitions(INSTRUMENTS.name, market).values(), INSTRUMENTS)

@@ -66,9 +66,11 @@ def news_events(briefs: pl.DataFrame) -> list[Event]:
 
 
 def _longest_window(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rows of each (market, symbol, strategy)'s largest `years`: the full-history backtest."""
+    """Rows of each (market, symbol, strategy)'s largest `years` filled at the close: the
+    full-history backtest whose trades the current actions follow."""
+    at_close = frame.filter(pl.col("fill") == "close")
     longest = pl.col("years") == pl.col("years").max().over("market", "symbol", "strategy")
-    return frame.filter(longest)
+    return at_close.filter(longest)
 
 
 def trade_events(trades: pl.DataFrame) -> list[Event]:

@@ -53,7 +53,8 @@ def test_the_data_is_the_last_days_with_their_segments_and_the_strategys_trades(
     assert data.segments["ended_on"].max() == days[-1]
     stored = warehouse.sql(
         "SELECT count(*) FROM backtest_trades WHERE market = 'crypto' AND symbol = 'BTC' AND "
-        "strategy = 'conservative' AND coalesce(sell_date, start_date) >= ? AND years = "
+        "strategy = 'conservative' AND fill = 'close' AND coalesce(sell_date, start_date) >= ? "
+        "AND years = "
         "(SELECT max(years) FROM backtest_trades WHERE symbol = 'BTC' AND market = 'crypto')",
         params=[days[0]],
     ).fetchall()

@@ -115,7 +115,8 @@ def test_one_market_materializes_all_five_tables_with_passing_checks(tmp_path: P
             "select symbol, strategy, trend, trend_duration, name from scorecards order by 1, 2"
         ).fetchall()
     assert counts["backtest_trades"] > 0
-    assert counts["backtest_summaries"] == 3 * 2 * 3  # ceil(899 days / 365.25) = 3 windows
+    # 3 symbols x 2 strategies x 2 fills x ceil(899 days / 365.25) = 3 windows
+    assert counts["backtest_summaries"] == 3 * 2 * 2 * 3
     assert counts["current_actions"] == counts["scorecards"] == 6
     assert cards[0] == ("AAA", "aggressive", "up", 12, "Aaa")
     assert cards[2][2:4] == (None, None)

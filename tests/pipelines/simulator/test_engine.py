@@ -1,4 +1,5 @@
-"""The backtest kernel on tiny hand-checkable frames: fills at the signal bar's close, costs, stops."""
+"""The backtest kernel on tiny hand-checkable frames: fills at the signal bar's close or the next
+bar's open, costs, stops."""
 
 from __future__ import annotations
 
@@ -26,15 +27,22 @@ def run(
     rules: ExitRules | None = None,
     costs: Costs = FREE,
     start: int = 0,
+    opens: list[float] | None = None,
 ) -> Result:
-    """One symbol; high = close + 1, low = close - 1; signals on the listed bars."""
+    """One symbol; high = close + 1, low = close - 1; signals on the listed bars; with `opens`,
+    filled at the next bar's open."""
     c = np.array(close, dtype=float)[:, None]
     entry = np.zeros(c.shape, bool)
     exit_signal = np.zeros(c.shape, bool)
     entry[list(entries), 0] = True
     exit_signal[list(exits), 0] = True
     starts = np.array([start])
-    return backtest(c, c + 1, c - 1, entry, exit_signal, starts, rules or ExitRules(), costs)
+    if opens is None:
+        return backtest(c, c + 1, c - 1, entry, exit_signal, starts, rules or ExitRules(), costs)
+    o = np.array(opens, dtype=float)[:, None]
+    return backtest(
+        c, c + 1, c - 1, entry, exit_signal, starts, rules or ExitRules(), costs, o, "next_open"
+    )
 
 
 def test_a_winning_trade_buys_and_sells_at_the_signal_closes() -> None:
@@ -120,3 +128,64 @@ def test_symbols_run_independently_side_by_side() -> None:
     assert r.equity[2, 0] == pytest.approx(12_000)
     assert np.isnan(r.equity[3, 0])
     assert r.equity[3, 1] == pytest.approx(12_000)
+
+
+OPENS = [9.5, 10.5, 11.5, 12.5, 12.5]
+"""Opens between the closes [10, 11, 12, 13, 12] (inside each bar's high and low)."""
+
+
+def test_next_open_fills_buy_and_sell_at_the_open_after_each_signal() -> None:
+    r = run([10, 11, 12, 13, 12], entries=[1], exits=(3,), opens=OPENS)
+    assert r.entries.row.tolist() == [2]
+    assert r.exits.row.tolist() == [4]
+    assert r.entries.price[0] == 11.5
+    assert r.exits.price[0] == 12.5
+    assert r.exits.reason.tolist() == [SIGNAL]
+    assert r.equity[-1, 0] == pytest.approx(10_000 / 11.5 * 12.5)
+    assert r.exits.highest[0] == 14  # highest high of bars 2..4
+    assert r.exits.lowest[0] == 11
+
+
+def test_next_open_fills_charge_slippage_and_fees_on_the_open() -> None:
+    costs = Costs(initial_investment=10_000.0, fee=0.01, slippage=0.02)
+    r = run([10, 11, 12, 13, 12], entries=[1], exits=(3,), opens=OPENS, costs=costs)
+    bought = 11.5 * 1.02
+    units = 10_000 / (bought * 1.01)
+    assert r.entries.price[0] == pytest.approx(bought)
+    assert r.entries.fee[0] == pytest.approx(units * bought * 0.01)
+    sold = 12.5 * 0.98
+    assert r.equity[-1, 0] == pytest.approx(units * sold * 0.99)
+
+
+def test_an_entry_signal_on_the_last_bar_is_pending_not_a_trade() -> None:
+    r = run([10, 11, 12, 13, 12], entries=[4], opens=OPENS)
+    assert r.entries.row.tolist() == []
+    assert r.equity[-1, 0] == 10_000
+
+
+def test_an_exit_on_the_last_bar_leaves_the_trade_open_until_the_next_open() -> None:
+    r = run([10, 11, 12, 13, 12], entries=[0], exits=(4,), opens=OPENS)
+    assert r.entries.row.tolist() == [1]
+    assert r.exits.row.tolist() == []
+    assert r.in_position.tolist() == [True]
+
+
+def test_next_open_rules_measure_from_the_entry_open() -> None:
+    # bought at the open of bar 1 (100): the stop at 88 fires on the close of bar 2 (87),
+    # the sale fills at the open of bar 3 (86); a close fill would have used 101 as reference
+    r = run(
+        [100, 101, 87, 85, 95],
+        entries=[0],
+        rules=ExitRules(stop_loss=0.12),
+        opens=[100, 100, 90, 86, 90],
+    )
+    assert r.entries.price.tolist() == [100]
+    assert r.exits.row.tolist() == [3]
+    assert r.exits.price.tolist() == [86]
+    assert r.exits.reason.tolist() == [STOP_LOSS]
+
+
+def test_next_open_may_buy_again_on_the_close_of_the_bar_it_sold_at_the_open() -> None:
+    r = run([10, 11, 12, 13, 12], entries=[0, 2], exits=(1,), opens=[10, 10, 11, 12, 12])
+    assert r.entries.row.tolist() == [1, 3]
+    assert r.exits.row.tolist() == [2]

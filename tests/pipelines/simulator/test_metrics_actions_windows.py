@@ -110,7 +110,7 @@ def simulation(closes: dict[str, list[float]], entries: list[int], exits: list[i
     runs = run_tasks(market.bars, entry, exit_signal, columns, start, ExitRules(), FREE)
     empty = pl.DataFrame()
     return Simulation(
-        empty, empty, {"aggressive": _trade_frame(market, runs, columns)}, market, empty
+        empty, empty, {"aggressive": _trade_frame(market, runs, columns, "close")}, market, empty
     )
 
 

@@ -1,4 +1,5 @@
-"""The oracle: the engine's trades and final equity equal backtesting.py's replay of the same rules."""
+"""The oracle: the engine's trades and final equity equal backtesting.py's replay of the same rules,
+for fills at the signal bar's close (`trade_on_close=True`) and at the next bar's open (False)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def regime_walk(seed: int, bars: int = BARS) -> pd.DataFrame:
 
 
 class Replay(Strategy):
-    """Buys all-in on the precomputed entry signal and exits on the rules, at the bar's close.
+    """Buys all-in on the precomputed entry signal and exits on the rules, at the bar's close or,
+    with `next_open`, at the next bar's open (whose open is then the trade's reference price).
 
     backtesting.py applies its `spread` on the entry leg only; our slippage also worsens the exit
     fill, so the exit leg's cost is charged through the commission callable (`Replay.leg`).
@@ -47,6 +49,10 @@ class Replay(Strategy):
     exit: ClassVar[Mask]
     rules: ClassVar[ExitRules]
     costs: ClassVar[Costs]
+    next_open: ClassVar[bool]
+    opens: ClassVar[np.ndarray]
+    """The unscaled opens and closes: the next open's price relative to this close."""
+    closes: ClassVar[np.ndarray]
     leg: ClassVar[dict[str, bool]] = {"exit": False}
 
     def init(self) -> None:
@@ -57,15 +63,24 @@ class Replay(Strategy):
         i = len(self.data) - 1
         close = float(self.data.Close[-1])
         if self.position:
+            if self.start_price != self.start_price:  # filled at this bar's open
+                self.start_price = self.max_close = float(self.data.Open[-1])
             self.max_close = max(self.max_close, close)
             if self._exits(i, close):
                 Replay.leg["exit"] = True
                 self.position.close()
-        elif self.entry[i]:
-            c = self.costs
-            units = math.floor(self.equity / (close * (1 + c.slippage) * (1 + c.fee)))
-            Replay.leg["exit"] = False
-            self.buy(size=units)
+        else:
+            self.start_price = self.max_close = math.nan
+            if self.entry[i]:
+                self._enter(i, close)
+
+    def _enter(self, i: int, close: float) -> None:
+        price = close * self.opens[i + 1] / self.closes[i] if self.next_open else close
+        c = self.costs
+        units = math.floor(self.equity / (price * (1 + c.slippage) * (1 + c.fee)))
+        Replay.leg["exit"] = False
+        self.buy(size=units)
+        if not self.next_open:
             self.start_price = self.max_close = close
 
     def _exits(self, i: int, close: float) -> bool:
@@ -98,11 +113,12 @@ def commission(costs: Costs):  # type: ignore[no-untyped-def]
 )
 @pytest.mark.parametrize("seed", [1, 7])
 @pytest.mark.parametrize("market", ["stocks", "crypto"])
+@pytest.mark.parametrize("fill", ["close", "next_open"])
 def test_backtesting_py_replays_the_same_trades_and_final_value(
-    strategy: Rules, costs: Costs, seed: int, market: str
+    strategy: Rules, costs: Costs, seed: int, market: str, fill: str
 ) -> None:
     data = regime_walk(seed)
-    cols = {k: data[k].to_numpy()[:, None] for k in ("High", "Low", "Close")}
+    cols = {k: data[k].to_numpy()[:, None] for k in ("Open", "High", "Low", "Close")}
     prices = Prices(high=cols["High"], low=cols["Low"], close=cols["Close"])
     signals = NUMPY_SIGNALS[strategy.name](prices)
     entry, exit_signal = signals.entry.copy(), signals.exit.copy()
@@ -117,16 +133,20 @@ def test_backtesting_py_replays_the_same_trades_and_final_value(
         np.array([0]),
         strategy.rules(market),
         costs,
+        open_=cols["Open"],
+        fill=fill,
     )
     Replay.entry, Replay.exit = entry[:, 0], exit_signal[:, 0]
     Replay.rules, Replay.costs = strategy.rules(market), costs
+    Replay.next_open = fill == "next_open"
+    Replay.opens, Replay.closes = cols["Open"][:, 0], cols["Close"][:, 0]
     oracle = FractionalBacktest(
         data,
         Replay,
         cash=costs.initial_investment,
         spread=costs.slippage,
         commission=commission(costs),
-        trade_on_close=True,
+        trade_on_close=fill == "close",
         exclusive_orders=False,
         finalize_trades=False,
         fractional_unit=1e-9,

@@ -52,8 +52,10 @@ def random_market(seed: int, symbols: int = 9) -> pl.DataFrame:
     return pl.concat(frames)
 
 
-TRADE_COLUMNS = [c.name for c in BACKTEST_TRADES.columns if c.name != "market"]
-SUMMARY_COLUMNS = [c.name for c in BACKTEST_SUMMARIES.columns if c.name != "market"]
+TRADE_COLUMNS = [c.name for c in BACKTEST_TRADES.columns if c.name not in ("market", "fill")]
+SUMMARY_COLUMNS = [c.name for c in BACKTEST_SUMMARIES.columns if c.name not in ("market", "fill")]
+AT_CLOSE = pl.col("fill") == "close"
+"""The numpy backtests filled at the signal bar's close only."""
 FULL_RUN_COLUMNS = ["column", "entry_row", "exit_row", "closed", "exit_reason", "start_date"]
 
 
@@ -70,9 +72,12 @@ def assert_same_frames(ours: pl.DataFrame, theirs: pl.DataFrame) -> None:
 
 
 def assert_same_simulations(ours: Simulation, theirs: numpy_engine.Simulation) -> None:
-    assert_same_frames(ours.trades.select(TRADE_COLUMNS), theirs.trades.select(TRADE_COLUMNS))
     assert_same_frames(
-        ours.summaries.select(SUMMARY_COLUMNS), theirs.summaries.select(SUMMARY_COLUMNS)
+        ours.trades.filter(AT_CLOSE).select(TRADE_COLUMNS), theirs.trades.select(TRADE_COLUMNS)
+    )
+    assert_same_frames(
+        ours.summaries.filter(AT_CLOSE).select(SUMMARY_COLUMNS),
+        theirs.summaries.select(SUMMARY_COLUMNS),
     )
     assert ours.market.symbols == theirs.market.symbols
     for name in STRATEGIES:

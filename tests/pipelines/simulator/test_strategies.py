@@ -45,6 +45,7 @@ def _one_symbol(closes: list[float]) -> pl.DataFrame:
         {
             "symbol": ["X"] * len(closes),
             "date": [first + timedelta(days=i) for i in range(len(closes))],
+            "open": closes,
             "close": closes,
             "high": closes,
             "low": closes,

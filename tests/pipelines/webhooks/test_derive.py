@@ -81,13 +81,14 @@ def actions(action: str, day: date = D0) -> pl.DataFrame:
     )
 
 
-def trades(years: int, sell: date | None) -> pl.DataFrame:
+def trades(years: int, sell: date | None, fill: str = "close") -> pl.DataFrame:
     return BACKTEST_TRADES.conform(
         pl.DataFrame(
             {
                 "market": ["crypto"],
                 "symbol": ["BTC"],
                 "strategy": ["aggressive"],
+                "fill": [fill],
                 "years": [years],
                 "full_history": [years == 5],
                 "action": ["Sell" if sell else "Buy"],
@@ -120,12 +121,35 @@ def test_news_events_carry_the_brief_and_a_stable_id() -> None:
     assert envelope.data.published_at == "2026-01-01T00:00:00.000+00:00"
 
 
-def test_trades_come_from_the_longest_window_with_a_buy_and_a_sell() -> None:
-    frame = pl.concat([trades(5, D0 + timedelta(days=3)), trades(1, D0 + timedelta(days=3))])
+def test_trades_come_from_the_longest_window_filled_at_the_close_with_a_buy_and_a_sell() -> None:
+    sold = D0 + timedelta(days=3)
+    frame = pl.concat([trades(5, sold), trades(1, sold), trades(5, sold, "next_open")])
     events = derive.trade_events(frame)
     sides = [ev.decode(e.body).data.side for e in events]
     assert sides == ["buy", "sell"]
     assert len({e.id for e in events}) == 2
+
+
+def test_portfolio_updates_come_from_the_full_history_filled_at_the_close() -> None:
+    def summary(fill: str, years: int, final: float) -> dict[str, object]:
+        return {
+            "market": "crypto",
+            "symbol": "BTC",
+            "strategy": "aggressive",
+            "fill": fill,
+            "years": years,
+            "end_date": D0,
+            "initial_investment": 10_000.0,
+            "final_value": final,
+            "total_profit": final - 10_000.0,
+            "profit_percent": final / 100.0 - 100.0,
+        }
+
+    rows = [summary("close", 5, 12_000.0), summary("close", 1, 11_000.0)]
+    rows.append(summary("next_open", 5, 11_500.0))
+    [event] = derive.portfolio_events(pl.DataFrame(rows))
+    data = ev.decode(event.body).data
+    assert (data.years, data.final_value) == (5, 12_000.0)
 
 
 def test_an_open_trade_gives_only_its_buy() -> None:
