@@ -36,7 +36,8 @@ class Encoded:
     etag: str
     points: int | None = None
     source: RawHeaders = ()
-    """Where the body comes from: `x-data-version` and `x-data-published` (`source_headers`)."""
+    """Where the body comes from: `x-data-version` and `x-data-published` (`source_headers`), and
+    any header of the route's own (`serve`'s `headers`)."""
     headers: RawHeaders = field(init=False, repr=False)
     not_modified_headers: RawHeaders = field(init=False, repr=False)
 

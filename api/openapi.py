@@ -30,10 +30,10 @@ from litestar.routes import HTTPRoute
 from api.export import DATASETS, FORMATS
 from api.metering.config import MeteringConfig, RowsCost, ScaledCost, cost_text
 from api.operation_docs import OPERATIONS, TAGS, operation_id
-from api.params import AS_OF, POINT_IN_TIME, SCALED_BY, QueryParameterDeclaration
+from api.params import AS_OF, FILL, POINT_IN_TIME, SCALED_BY, QueryParameterDeclaration
 from api.request_limits import MAX_HEADER_BYTES, MAX_TARGET_BYTES
 from api.schemas import WIRE_TYPES, ErrorBody, PipelineErrorBody, TokenLimitErrorBody
-from pipelines.catalog import MARKETS, STRATEGIES
+from pipelines.catalog import FILLS, MARKETS, STRATEGIES
 
 Document = dict[str, Any]
 
@@ -163,6 +163,8 @@ def finish(generated: Document, app: Litestar, metering: MeteringConfig | None) 
             operation["security"] = []  # status: public, never metered
             continue
         _add_answers(operation, path, name)
+        if FILL in declared:
+            _add_fill_header(operation)
         if metering is not None:
             _add_metering(operation, name, handler, metering)
     return document
@@ -282,6 +284,25 @@ SOURCE_HEADERS: Document = {
         "required": True,
     },
 }
+
+
+FILL_HEADER: Document = {
+    "x-fill": {
+        "description": "the fill the backtest answered with: close or next_open",
+        "schema": {"type": "string", "enum": list(FILLS)},
+        "required": True,
+    }
+}
+
+
+def _add_fill_header(operation: Document) -> None:
+    """The backtests' `x-fill` on their 200 and 304, and on a 404 of the route's own (a 404 of
+    `as_of` answers before the route reads `fill`)."""
+    responses = operation["responses"]
+    for status in ("200", "304"):
+        responses[status].setdefault("headers", {}).update(FILL_HEADER)
+    own = {"x-fill": {**FILL_HEADER["x-fill"], "required": False}}
+    responses["404"].setdefault("headers", {}).update(own)
 
 
 def _add_as_of_failures(operation: Document) -> None:

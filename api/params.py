@@ -12,7 +12,7 @@ from litestar.openapi.spec import OpenAPIType
 from litestar.params import ParameterKwarg, PathParameter
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
-from pipelines.catalog import FIRST_PERIOD, LAST_PERIOD, MARKETS, STRATEGIES
+from pipelines.catalog import FILLS, FIRST_PERIOD, LAST_PERIOD, MARKETS, STRATEGIES
 
 
 def resolve_market(segment: str, live_markets: Sequence[str]) -> str:
@@ -328,6 +328,13 @@ STRATEGY_CHOICE = Text(
     default="aggressive",
     schema_extra={"enum": list(STRATEGIES)},
 )
+FILL = Text(
+    "fill",
+    "close: orders fill at the close of the signal's bar; next_open: at the next bar's open (a "
+    "signal on the latest bar is pending, no trade yet); any other value answers 422",
+    default="close",
+    schema_extra={"enum": list(FILLS)},
+)
 VERSIONS_LIMIT = Bounds("limit", default=50, low=1, high=500, meaning="most versions returned")
 VERSIONS_FROM = Text(
     "from", "the earliest publish instant listed: RFC 3339, or a day YYYY-MM-DD (its start)"
@@ -389,6 +396,15 @@ def keyword_list(keywords: str | None) -> list[str]:
             "keywords", f"a keyword has at most {MAX_KEYWORD_LENGTH} characters, got {len(long)}"
         )
     return words
+
+
+def fill_param(value: str | None) -> str:
+    """A backtest's fill, as written (`FILL`); 422 naming the parameter otherwise."""
+    if value not in FILLS:
+        raise InvalidParameter(
+            "fill", f"expected one of {', '.join(FILLS)}, got {shown(value or '')}"
+        )
+    return value
 
 
 def strategy_param(value: str) -> str:

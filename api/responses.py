@@ -158,13 +158,15 @@ async def serve(
     *,
     points: Callable[[Wire], int] | None = None,
     remember: bool = True,
+    headers: RawHeaders = (),
 ) -> Response[Any]:
     """The cached bytes for `key` (built and encoded on the first miss of this data version).
 
     `points` (get-price-history) counts what the body holds; metering prices the request from it,
     on a 304 too: a revalidation costs what the 200 it stands for costs. `remember=False` for a
     route whose answer also depends on something other than the request and the data version
-    (search-briefs' clock): its raw request is not remembered for `cached_hit`.
+    (search-briefs' clock): its raw request is not remembered for `cached_hit`. `headers` are the
+    route's own, on its 200 and 304 (the backtests' `x-fill`).
     """
     cache = cache_for(snapshot)
     entry = cache.get(key)
@@ -172,7 +174,7 @@ async def serve(
         body = await build()
         counted = points(body) if points is not None else None
         etag = etag_for(snapshot.version, key)
-        entry = Encoded(_encode(body), etag, counted, source_of(snapshot))
+        entry = Encoded(_encode(body), etag, counted, (*source_of(snapshot), *headers))
         cache.put(key, entry)
     if remember:
         cache.remember(hit_key(request), key)

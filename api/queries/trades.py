@@ -9,45 +9,53 @@ from typing import Literal
 from api.queries import Row, first, rows
 from api.warehouse import WarehouseSnapshot
 
-WINDOW = (
-    "years = (SELECT max(years) FROM {table} "
-    "WHERE market = ? AND upper(symbol) = ? AND strategy = ? AND years <= ?)"
-)
+BACKTEST = "market = ? AND upper(symbol) = ? AND strategy = ? AND fill = ?"
+"""One symbol's backtests of one strategy and fill: market, symbol, strategy, fill."""
+WINDOW = f"years = (SELECT max(years) FROM {{table}} WHERE {BACKTEST} AND years <= ?)"
 """A `years` beyond the symbol's history is served with its largest stored window (the full
-history). Its parameters: market, symbol, strategy, years."""
+history). Its parameters: market, symbol, strategy, fill, years."""
 FULL_HISTORY = (
-    "JOIN (SELECT market, symbol, strategy, max(years) AS years FROM backtest_trades "
-    "GROUP BY ALL) USING (market, symbol, strategy, years)"
+    "JOIN (SELECT market, symbol, strategy, fill, max(years) AS years FROM backtest_trades "
+    "GROUP BY ALL) USING (market, symbol, strategy, fill, years)"
 )
-"""Each symbol and strategy's longest window: the trades of its whole history."""
+"""Each symbol, strategy and fill's longest window: the trades of its whole history."""
 BACKTEST_TRADES = (
-    "SELECT * FROM backtest_trades WHERE market = ? AND upper(symbol) = ? AND strategy = ? "
+    f"SELECT * FROM backtest_trades WHERE {BACKTEST} "
     f"AND {WINDOW.format(table='backtest_trades')} ORDER BY start_date DESC LIMIT ?"
 )
 BACKTEST_SUMMARY = (
-    "SELECT * FROM backtest_summaries WHERE market = ? AND upper(symbol) = ? "
-    f"AND strategy = ? AND {WINDOW.format(table='backtest_summaries')}"
+    f"SELECT * FROM backtest_summaries WHERE {BACKTEST} "
+    f"AND {WINDOW.format(table='backtest_summaries')}"
 )
 RECENT_TRADES = {
-    side: f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND {day} IS NOT NULL "
-    f"AND list_contains(?, strategy) ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
+    side: f"SELECT * FROM backtest_trades {FULL_HISTORY} WHERE market = ? AND fill = 'close' "
+    f"AND {day} IS NOT NULL AND list_contains(?, strategy) "
+    f"ORDER BY {day} DESC, symbol, strategy LIMIT ? OFFSET ?"
     for side, day in (("buys", "start_date"), ("sells", "sell_date"))
 }
+"""Recent buys and sells are those of the backtests filled at the close (decisions.md)."""
 
 
 async def backtest_trades(
-    snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, years: int, limit: int
+    snapshot: WarehouseSnapshot,
+    market: str,
+    symbol: str,
+    strategy: str,
+    fill: str,
+    years: int,
+    limit: int,
 ) -> list[Row]:
-    """`symbol`'s trades of `strategy` in its `years` window, the newest `limit` first."""
-    params = [market, symbol, strategy] * 2 + [years, limit]
+    """`symbol`'s trades of `strategy` filled at `fill` in its `years` window, the newest `limit`
+    first."""
+    params = [market, symbol, strategy, fill] * 2 + [years, limit]
     return await rows(snapshot, BACKTEST_TRADES, params)
 
 
 async def backtest_summary(
-    snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, years: int
+    snapshot: WarehouseSnapshot, market: str, symbol: str, strategy: str, fill: str, years: int
 ) -> Row | None:
-    """The summary of `symbol`'s backtest of `strategy` over its `years` window."""
-    params = [market, symbol, strategy] * 2 + [years]
+    """The summary of `symbol`'s backtest of `strategy` filled at `fill` over its `years` window."""
+    params = [market, symbol, strategy, fill] * 2 + [years]
     return await first(snapshot, BACKTEST_SUMMARY, params)
 
 

@@ -7,11 +7,12 @@ from typing import Annotated, Any, Literal
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
-from api.errors import NotFound, error_responses
+from api.errors import ApiFailure, NotFound, error_responses
 from api.params import (
     BACKTEST_TRADES_LIMIT,
     BACKTEST_YEARS,
     CRYPTO_ONLY,
+    FILL,
     MIN_SCORE,
     NON_CRYPTO,
     RECENT_TRADES_LIMIT,
@@ -21,6 +22,7 @@ from api.params import (
     STRATEGY_FILTER,
     TREND_HISTORY_LIMIT,
     TREND_SEGMENTS_LIMIT,
+    fill_param,
     strategy_param,
 )
 from api.queries import trades as queries
@@ -82,6 +84,19 @@ def trend_entry(row: Row) -> TrendEntry:
 
 
 RECENT_TRADES_QUERY = (RECENT_TRADES_LIMIT, SKIP, STRATEGY_FILTER)
+FILL_HEADER = "x-fill"
+"""The header every answer of the backtest routes carries once their `fill` is read."""
+
+
+def filled(fill: str) -> tuple[tuple[bytes, bytes], ...]:
+    """The raw `x-fill` header of a backtest route's 200 and 304."""
+    return ((FILL_HEADER.encode(), fill.encode()),)
+
+
+def with_fill(failure: ApiFailure, fill: str) -> ApiFailure:
+    """An error of a backtest route after its fill was read: it says the fill too."""
+    failure.headers[FILL_HEADER] = fill
+    return failure
 
 
 def strategies(value: str | None) -> tuple[str, ...]:
@@ -101,7 +116,7 @@ class CryptoTradesController(Controller):
         "/get-backtest-history/{symbol:str}/{strategy:str}",
         opt={
             "operation": "get-backtest-history",
-            "query": (BACKTEST_YEARS, BACKTEST_TRADES_LIMIT),
+            "query": (BACKTEST_YEARS, BACKTEST_TRADES_LIMIT, FILL),
         },
         responses=error_responses(400, 404, 422, 503),
     )
@@ -116,20 +131,24 @@ class CryptoTradesController(Controller):
         chosen = strategy_param(strategy)
         values = RequestValues.of(request.scope)
         years, limit = values.integer(BACKTEST_YEARS), values.integer(BACKTEST_TRADES_LIMIT)
-        found = await instrument_served(snapshot, market, symbol, "backtest_trades")
+        fill = fill_param(values.text(FILL))
+        try:
+            found = await instrument_served(snapshot, market, symbol, "backtest_trades")
+        except ApiFailure as failure:
+            raise with_fill(failure, fill) from None
 
         async def build() -> TradeList:
             found_rows = await queries.backtest_trades(
-                snapshot, market, found.symbol, chosen, years, limit
+                snapshot, market, found.symbol, chosen, fill, years, limit
             )
             return TradeList(trades=[trade(r) for r in found_rows])
 
-        key = ("get-backtest-history", found.symbol, chosen, years, limit)
-        return await serve(request, snapshot, key, build)
+        key = ("get-backtest-history", found.symbol, chosen, fill, years, limit)
+        return await serve(request, snapshot, key, build, headers=filled(fill))
 
     @get(
         "/get-backtest-summary/{symbol:str}/{strategy:str}",
-        opt={"operation": "get-backtest-summary", "query": (BACKTEST_YEARS,)},
+        opt={"operation": "get-backtest-summary", "query": (BACKTEST_YEARS, FILL)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def get_backtest_summary(
@@ -141,21 +160,27 @@ class CryptoTradesController(Controller):
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
         chosen = strategy_param(strategy)
-        years = RequestValues.of(request.scope).integer(BACKTEST_YEARS)
-        found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
+        values = RequestValues.of(request.scope)
+        years, fill = values.integer(BACKTEST_YEARS), fill_param(values.text(FILL))
+        try:
+            found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
+        except ApiFailure as failure:
+            raise with_fill(failure, fill) from None
 
         async def build() -> BacktestSummary:
-            row = await queries.backtest_summary(snapshot, market, found.symbol, chosen, years)
+            row = await queries.backtest_summary(
+                snapshot, market, found.symbol, chosen, fill, years
+            )
             if row is None:
-                raise NotFound(f"No {chosen} backtest for {found.symbol}")
+                raise with_fill(NotFound(f"No {chosen} backtest for {found.symbol}"), fill)
             dates = {
                 "start_date": iso_date(row["start_date"]),
                 "end_date": iso_date(row["end_date"]),
             }
             return to_wire(BacktestSummary, {**row, **dates})
 
-        key = ("get-backtest-summary", found.symbol, chosen, years)
-        return await serve(request, snapshot, key, build)
+        key = ("get-backtest-summary", found.symbol, chosen, fill, years)
+        return await serve(request, snapshot, key, build, headers=filled(fill))
 
     @get(
         "/get-current-action/{symbol:str}/{strategy:str}",

@@ -20,6 +20,7 @@ from market_intelligence import (
     CurrentAction,
     CurrentTrend,
     DataStatus,
+    Fill,
     Indicators,
     InstrumentAnalysis,
     InstrumentSearch,
@@ -55,6 +56,7 @@ from api.metering.model import key_id_of
 from api.params import (
     BACKTEST_YEARS,
     BRIEFS_LIMIT,
+    FILL,
     INDICATOR_PERIOD,
     PRICE_POINTS_LIMIT,
     RECOMMENDATIONS_LIMIT,
@@ -258,12 +260,12 @@ class MarketTools:
         symbol: CoinArg,
         strategy: Strategy = "aggressive",
         years: Annotated[int, within(BACKTEST_YEARS)] = BACKTEST_YEARS.default,
+        fill: Annotated[Fill, Field(description=FILL.meaning)] = "close",
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
-        return await self._answer(
-            client, "backtest_summary", client.get_backtest_summary(symbol, strategy, years=years)
-        )
+        call = client.get_backtest_summary(symbol, strategy, years=years, fill=fill)
+        return await self._answer(client, "backtest_summary", call)
 
     async def current_action(
         self, symbol: CoinArg, strategy: Strategy = "aggressive", as_of: AsOfArg = None

@@ -215,3 +215,17 @@ def test_from_and_to_of_price_history_say_epoch_milliseconds(document: dict[str,
     parameters = {p["name"]: p for p in document["paths"][path]["get"]["parameters"]}
     for name in ("from", "to"):
         assert "epoch milliseconds" in parameters[name]["description"], parameters[name]
+
+
+@pytest.mark.parametrize("route", ["get-backtest-history", "get-backtest-summary"])
+def test_the_backtests_document_fill_and_answer_x_fill(
+    document: dict[str, Any], route: str
+) -> None:
+    path = f"/api/v2/crypto/trades/{route}/{{symbol}}/{{strategy}}"
+    operation = document["paths"][path]["get"]
+    parameters = {p["name"]: p for p in operation["parameters"]}
+    assert parameters["fill"]["schema"]["enum"] == ["close", "next_open"]
+    assert parameters["fill"]["schema"]["default"] == "close"
+    for status in ("200", "304"):
+        assert operation["responses"][status]["headers"]["x-fill"]["required"], status
+    assert "x-fill" in operation["responses"]["404"]["headers"]

@@ -59,7 +59,7 @@ CALLS: list[tuple[str, dict[str, Any], str, tuple[Any, ...], dict[str, Any]]] = 
     ("sentiment_history", {"market": "crypto", "symbol": "BNB", "limit": 60}, "get_sentiment_history", ("crypto", "BNB"), {"limit": 60}),
     ("analysis", {"symbol": "BTC"}, "get_instrument_analysis", ("BTC",), {}),
     ("market_summary", {}, "get_market_summary", (), {}),
-    ("backtest_summary", {"symbol": "BTC", "strategy": "conservative", "years": 3}, "get_backtest_summary", ("BTC", "conservative"), {"years": 3}),
+    ("backtest_summary", {"symbol": "BTC", "strategy": "conservative", "years": 3, "fill": "next_open"}, "get_backtest_summary", ("BTC", "conservative"), {"years": 3, "fill": "next_open"}),
     ("current_action", {"symbol": "ETH"}, "get_current_action", ("ETH", "aggressive"), {}),
     ("recommendations", {"min_score": 0}, "get_recommendations", (), {"strategy": "aggressive", "limit": 10, "min_score": 0.0}),
     ("data_status", {"market": "stocks", "start": "2026-02-01", "end": "2026-02-10"}, "data_status", ("stocks",), {"start": date(2026, 2, 1), "end": date(2026, 2, 10)}),

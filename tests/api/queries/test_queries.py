@@ -207,34 +207,35 @@ def test_the_written_analyses_are_the_newest(snapshot: WarehouseSnapshot) -> Non
     assert run(newsroom.market_summary(snapshot, "stocks")) is None
 
 
-def window(table: str, strategy: str, years: int) -> pl.Expr:
-    """The `years` window of BTC's `strategy`, or its longest when `years` is beyond it."""
-    stored = FRAMES[table].filter(
-        is_symbol("crypto", "BTC") & (pl.col("strategy") == strategy) & (pl.col("years") <= years)
-    )["years"]
-    return (
-        is_symbol("crypto", "BTC")
-        & (pl.col("strategy") == strategy)
-        & (pl.col("years") == stored.max())
+def window(table: str, strategy: str, years: int, fill: str) -> pl.Expr:
+    """The `years` window of BTC's `strategy` filled at `fill`, or its longest when `years` is
+    beyond it."""
+    backtest = (
+        is_symbol("crypto", "BTC") & (pl.col("strategy") == strategy) & (pl.col("fill") == fill)
     )
+    stored = FRAMES[table].filter(backtest & (pl.col("years") <= years))["years"]
+    return backtest & (pl.col("years") == stored.max())
 
 
+@pytest.mark.parametrize("fill", ["close", "next_open"])
 @pytest.mark.parametrize(("years", "limit"), [(1, 50), (2, 1), (3, 50), (20, 2)])
-def test_backtest_trades_are_the_window_asked_or_the_longest_newest_first(
-    snapshot: WarehouseSnapshot, years: int, limit: int
+def test_backtest_trades_are_the_window_and_fill_asked_or_the_longest_newest_first(
+    snapshot: WarehouseSnapshot, years: int, limit: int, fill: str
 ) -> None:
-    keep = window("backtest_trades", "aggressive", years)
+    keep = window("backtest_trades", "aggressive", years, fill)
     wanted = expected("backtest_trades", keep, ["start_date"], limit=limit)
-    found = run(trades.backtest_trades(snapshot, "crypto", "BTC", "aggressive", years, limit))
+    found = run(trades.backtest_trades(snapshot, "crypto", "BTC", "aggressive", fill, years, limit))
     same(found, wanted, order=lambda r: r["start_date"])
+    assert {r["fill"] for r in found} == {fill}
 
 
+@pytest.mark.parametrize("fill", ["close", "next_open"])
 @pytest.mark.parametrize("years", [1, 3, 20])
-def test_backtest_summary_is_the_window_asked_or_the_longest(
-    snapshot: WarehouseSnapshot, years: int
+def test_backtest_summary_is_the_window_and_fill_asked_or_the_longest(
+    snapshot: WarehouseSnapshot, years: int, fill: str
 ) -> None:
-    keep = window("backtest_summaries", "conservative", years)
-    found = run(trades.backtest_summary(snapshot, "crypto", "BTC", "conservative", years))
+    keep = window("backtest_summaries", "conservative", years, fill)
+    found = run(trades.backtest_summary(snapshot, "crypto", "BTC", "conservative", fill, years))
     assert found == expected("backtest_summaries", keep)[0]
 
 
@@ -264,7 +265,7 @@ def test_recent_trades_are_the_whole_historys_newest_signals(
 ) -> None:
     day = "start_date" if side == "buys" else "sell_date"
     longest = pl.col("years") == pl.col("years").max().over("market", "symbol", "strategy")
-    frame = FRAMES["backtest_trades"].filter(longest)
+    frame = FRAMES["backtest_trades"].filter(pl.col("fill") == "close").filter(longest)
     frame = frame.filter(
         (pl.col("market") == "crypto")
         & pl.col(day).is_not_null()

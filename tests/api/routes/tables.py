@@ -6,6 +6,7 @@ from datetime import date, timedelta
 
 import polars as pl
 
+from pipelines.catalog import FILLS
 from tests.api.routes.conftest import START, ms
 
 FIB = {
@@ -117,11 +118,18 @@ def trend_segments() -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def trade(strategy: str, years: int, start: date, sell: date | None) -> dict[str, object]:
+def trade(
+    strategy: str, years: int, start: date, sell: date | None, fill: str = "close"
+) -> dict[str, object]:
+    """A trade; filled at the next open, it starts a day later at 101 (tells the fills apart)."""
+    if fill == "next_open":
+        start += timedelta(days=1)
+        sell = sell and sell + timedelta(days=1)
     return {
         "market": "crypto",
         "symbol": "BTC",
         "strategy": strategy,
+        "fill": fill,
         "years": years,
         "full_history": years == 3,
         "action": "Sell" if sell else "Buy",
@@ -129,7 +137,7 @@ def trade(strategy: str, years: int, start: date, sell: date | None) -> dict[str
         "start_date": start,
         "sell_date": sell,
         "days_in_trade": 3,
-        "start_price": 100.0,
+        "start_price": 101.0 if fill == "next_open" else 100.0,
         "entry_price": 100.1,
         "exit_price": 105.0 if sell else None,
         "last_price": 105.0,
@@ -145,12 +153,13 @@ def trade(strategy: str, years: int, start: date, sell: date | None) -> dict[str
 def backtest_trades() -> pl.DataFrame:
     d = START
     rows = [
-        trade(s, y, d + timedelta(days=i * 5), d + timedelta(days=i * 5 + 3))
+        trade(s, y, d + timedelta(days=i * 5), d + timedelta(days=i * 5 + 3), fill)
+        for fill in FILLS
         for s in ("aggressive", "conservative")
         for y in (1, 2, 3)
         for i in range(y)
     ]
-    rows.append(trade("aggressive", 3, d + timedelta(days=40), None))
+    rows += [trade("aggressive", 3, d + timedelta(days=40), None, fill) for fill in FILLS]
     return pl.DataFrame(rows)
 
 
@@ -161,6 +170,7 @@ def backtest_summaries() -> pl.DataFrame:
                 "market": "crypto",
                 "symbol": "BTC",
                 "strategy": s,
+                "fill": fill,
                 "years": y,
                 "full_history": y == 3,
                 "start_date": START,
@@ -169,7 +179,7 @@ def backtest_summaries() -> pl.DataFrame:
                 "initial_investment": 10_000.0,
                 "final_value": 11_000.0,
                 "total_profit": 1000.0,
-                "profit_percent": 10.0 * y,
+                "profit_percent": 10.0 * y - (fill == "next_open"),
                 "annualized_return": None,
                 "buy_and_hold_profit_percent": 5.0,
                 "peak_profit": 12.0,
@@ -184,6 +194,7 @@ def backtest_summaries() -> pl.DataFrame:
                 "average_loss_percent": None,
                 "average_trade_duration": 3.0,
             }
+            for fill in FILLS
             for s in ("aggressive", "conservative")
             for y in (1, 2, 3)
         ]

@@ -308,6 +308,44 @@ def test_backtest_years_of_the_wrong_type_is_422_naming_it(full: Client) -> None
     assert "years" in response.json()["error"]
 
 
+def test_backtest_history_fills_at_the_close_unless_next_open_is_asked(full: Client) -> None:
+    route = f"{C}/trades/get-backtest-history/BTC/aggressive"
+    at_close, next_open = full.get(route), full.get(f"{route}?fill=next_open")
+    assert at_close.headers["x-fill"] == "close"
+    assert next_open.headers["x-fill"] == "next_open"
+    assert [t["start_date"] for t in next_open.json()["trades"]] == ["2024-01-07", "2024-01-02"]
+    assert {t["start_price"] for t in next_open.json()["trades"]} == {101.0}
+    assert full.get(f"{route}?fill=close").json() == at_close.json()
+
+
+def test_backtest_summary_of_next_open_fills_is_its_own_window(full: Client) -> None:
+    route = f"{C}/trades/get-backtest-summary/BTC/aggressive?years=15"
+    response = full.get(f"{route}&fill=next_open")
+    assert response.headers["x-fill"] == "next_open"
+    assert response.json()["profit_percent"] == 29.0
+
+
+@pytest.mark.parametrize("fill", ["NEXT_OPEN", "open", "", "next-open"])
+@pytest.mark.parametrize("route", ["get-backtest-history", "get-backtest-summary"])
+def test_a_fill_other_than_close_or_next_open_is_422_naming_it(
+    full: Client, route: str, fill: str
+) -> None:
+    response = full.get(f"{C}/trades/{route}/BTC/aggressive?fill={fill}")
+    assert response.status_code == 422
+    assert "'fill'" in response.json()["error"]
+
+
+def test_every_answer_after_the_fill_is_read_says_it(full: Client) -> None:
+    route = f"{C}/trades/get-backtest-summary/BTC/aggressive?fill=next_open"
+    etag = full.get(route).headers["etag"]
+    revalidated = full.get(route, headers={"If-None-Match": etag})
+    assert revalidated.status_code == 304
+    assert revalidated.headers["x-fill"] == "next_open"
+    missing = full.get(f"{C}/trades/get-backtest-history/NOPE/aggressive?fill=next_open")
+    assert missing.status_code == 404
+    assert missing.headers["x-fill"] == "next_open"
+
+
 def test_recent_buys_cover_both_strategies_newest_first(full: Client) -> None:
     trades = full.get(f"{C}/trades/get-recent-buys?limit=3").json()["trades"]
     assert trades[0]["start_date"] == "2024-02-10"

@@ -25,6 +25,7 @@ from market_intelligence.models import (
     Dataset,
     DataStatus,
     FileFormat,
+    Fill,
     Indicators,
     Instrument,
     InstrumentAnalysis,
@@ -323,16 +324,23 @@ class Client(_Settings):
         return self._send(routes.get_trend_history(symbol, limit))
 
     def get_backtest_history(
-        self, symbol: str, strategy: Strategy, *, years: int | None = None, limit: int | None = None
+        self,
+        symbol: str,
+        strategy: Strategy,
+        *,
+        years: int | None = None,
+        limit: int | None = None,
+        fill: Fill | None = None,
     ) -> TradeList:
-        """A strategy's simulated trades over `years` (default 2), newest first (crypto)."""
-        return self._send(routes.get_backtest_history(symbol, strategy, years, limit))
+        """A strategy's simulated trades over `years` (default 2), newest first (crypto); `fill`
+        "next_open" fills at the next bar's open (default "close": the signal bar's close)."""
+        return self._send(routes.get_backtest_history(symbol, strategy, years, limit, fill))
 
     def get_backtest_summary(
-        self, symbol: str, strategy: Strategy, *, years: int | None = None
+        self, symbol: str, strategy: Strategy, *, years: int | None = None, fill: Fill | None = None
     ) -> BacktestSummary:
-        """A strategy's backtest metrics over `years` (default 2) (crypto)."""
-        return self._send(routes.get_backtest_summary(symbol, strategy, years))
+        """A strategy's backtest metrics over `years` (default 2) (crypto), filled at `fill`."""
+        return self._send(routes.get_backtest_summary(symbol, strategy, years, fill))
 
     def get_current_action(self, symbol: str, strategy: Strategy) -> CurrentAction:
         """What the strategy does on the latest bar: Buy, Sell, Hold or Stay (crypto)."""
@@ -611,16 +619,22 @@ class AsyncClient(_Settings):
         return await self._send(routes.get_trend_history(symbol, limit))
 
     async def get_backtest_history(
-        self, symbol: str, strategy: Strategy, *, years: int | None = None, limit: int | None = None
+        self,
+        symbol: str,
+        strategy: Strategy,
+        *,
+        years: int | None = None,
+        limit: int | None = None,
+        fill: Fill | None = None,
     ) -> TradeList:
         """A strategy's simulated trades over `years` (default 2), newest first (crypto)."""
-        return await self._send(routes.get_backtest_history(symbol, strategy, years, limit))
+        return await self._send(routes.get_backtest_history(symbol, strategy, years, limit, fill))
 
     async def get_backtest_summary(
-        self, symbol: str, strategy: Strategy, *, years: int | None = None
+        self, symbol: str, strategy: Strategy, *, years: int | None = None, fill: Fill | None = None
     ) -> BacktestSummary:
-        """A strategy's backtest metrics over `years` (default 2) (crypto)."""
-        return await self._send(routes.get_backtest_summary(symbol, strategy, years))
+        """A strategy's backtest metrics over `years` (default 2) (crypto), filled at `fill`."""
+        return await self._send(routes.get_backtest_summary(symbol, strategy, years, fill))
 
     async def get_current_action(self, symbol: str, strategy: Strategy) -> CurrentAction:
         """What the strategy does on the latest bar: Buy, Sell, Hold or Stay (crypto)."""

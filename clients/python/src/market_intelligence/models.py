@@ -26,6 +26,8 @@ Dataset = Literal[
 FileFormat = Literal["parquet", "arrow", "csv"]
 """Bulk export's file formats: Parquet, the Arrow IPC stream format, CSV."""
 Strategy = Literal["aggressive", "conservative"]
+Fill = Literal["close", "next_open"]
+"""How a backtest fills its orders: at the signal bar's close, or at the next bar's open."""
 Action = Literal["Buy", "Sell", "Hold", "Stay"]
 CheckStatus = Literal["ok", "degraded", "error"]
 

@@ -21,6 +21,7 @@ from market_intelligence.models import (
     Dataset,
     DataStatus,
     FileFormat,
+    Fill,
     Indicators,
     Instrument,
     InstrumentAnalysis,
@@ -229,17 +230,17 @@ def get_trend_history(symbol: str, limit: int) -> Call[TrendHistory]:
 
 
 def get_backtest_history(
-    symbol: str, strategy: Strategy, years: int | None, limit: int | None
+    symbol: str, strategy: Strategy, years: int | None, limit: int | None, fill: Fill | None
 ) -> Call[TradeList]:
     path = crypto_route("trades", "get-backtest-history", symbol, strategy)
-    return Call(path, TradeList, _query(years=years, limit=limit))
+    return Call(path, TradeList, _query(years=years, limit=limit, fill=fill))
 
 
 def get_backtest_summary(
-    symbol: str, strategy: Strategy, years: int | None
+    symbol: str, strategy: Strategy, years: int | None, fill: Fill | None
 ) -> Call[BacktestSummary]:
     path = crypto_route("trades", "get-backtest-summary", symbol, strategy)
-    return Call(path, BacktestSummary, _query(years=years))
+    return Call(path, BacktestSummary, _query(years=years, fill=fill))
 
 
 def get_current_action(symbol: str, strategy: Strategy) -> Call[CurrentAction]:
