@@ -40,6 +40,8 @@ FAILURES: list[tuple[str, Call, type[ApiError], int, str]] = [
     ("strategy query outside the two", lambda c: c.get_recent_buys(strategy="yolo"), BadRequest, 400, "yolo"),  # type: ignore[arg-type]
     ("price-history limit below 1", lambda c: c.get_price_history("crypto", "BTC", limit=0), InvalidParameter, 422, "limit"),
     ("from after to", lambda c: c.get_price_history("crypto", "BTC", start=2_000, end=1_000), InvalidParameter, 422, ""),
+    ("fill outside the two", lambda c: c.get_backtest_summary("BTC", "aggressive", fill="open"), InvalidParameter, 422, "'fill'"),  # type: ignore[arg-type]
+    ("backtest trades of a fill outside the two", lambda c: c.get_backtest_history("BTC", "aggressive", fill="NEXT_OPEN"), InvalidParameter, 422, "next_open"),  # type: ignore[arg-type]
 ]  # fmt: skip
 """What is asked, the error class, the status, a word the message holds."""
 
