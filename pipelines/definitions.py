@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 import dagster as dg
 
+from pipelines.corporate_actions.definitions import build_defs as corporate_actions_defs
 from pipelines.embedded_market.definitions import build_defs as embedded_market_defs
 from pipelines.indicators.definitions import build_defs as indicators_defs
 from pipelines.instruments.definitions import build_defs as instruments_defs
@@ -26,6 +27,7 @@ DOMAINS: tuple[Callable[[PipelineSettings], dg.Definitions], ...] = (
     embedded_market_defs,
     prices_defs,
     instruments_defs,
+    corporate_actions_defs,
     news_defs,
     newsroom_defs,
     indicators_defs,

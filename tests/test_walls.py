@@ -139,6 +139,7 @@ PIPELINE_LAYERS = (
     "embedded_market",
     "prices",
     "instruments",
+    "corporate_actions",
     "news",
     "indicators",
     "trends",

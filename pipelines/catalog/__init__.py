@@ -29,6 +29,9 @@ from pipelines.catalog.newsroom import (
 )
 from pipelines.catalog.quality import NEWS_DAYS, PRICE_DAYS
 from pipelines.catalog.raw import (
+    CORPORATE_ACTION_KINDS,
+    CORPORATE_ACTION_REJECTS,
+    CORPORATE_ACTIONS,
     DAILY_PRICES,
     INSTRUMENT_REJECTS,
     INSTRUMENTS,
@@ -72,6 +75,9 @@ __all__ = [
     "BACKTEST_SUMMARIES",
     "BACKTEST_TRADES",
     "BRIEFS",
+    "CORPORATE_ACTIONS",
+    "CORPORATE_ACTION_KINDS",
+    "CORPORATE_ACTION_REJECTS",
     "CURRENT_ACTIONS",
     "DAILY_PRICES",
     "FILLS",

@@ -63,7 +63,50 @@ RAW_NEWS = Table(
     key=("market", "article_id"),
 )
 
+CORPORATE_ACTION_KINDS: tuple[str, ...] = ("split", "dividend", "listing", "delisting")
+"""What a corporate action is (decisions.md, Corporate actions)."""
+
+CORPORATE_ACTIONS = Table(
+    name="corporate_actions",
+    description=(
+        "Corporate actions per instrument as its source reports them: splits (forward and "
+        "reverse), cash dividends, listings and delistings (docs/file-drop.md)."
+    ),
+    columns=(
+        Column("market", pl.String(), "market of the instrument"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column(
+            "date",
+            pl.Date(),
+            "the day it takes effect: a split's first bar at the new share count, a dividend's "
+            "ex-date, the first bar after a listing, the day after the last bar of a delisting",
+        ),
+        Column("kind", pl.String(), "split, dividend, listing or delisting"),
+        Column(
+            "ratio",
+            pl.Float64(),
+            "a split's new shares per old share (4 for 4-for-1, 0.1 for 1-for-10); null otherwise",
+            nullable=True,
+        ),
+        Column(
+            "amount",
+            pl.Float64(),
+            "a dividend's cash per share, in the quote currency; null otherwise",
+            nullable=True,
+        ),
+        Column(
+            "reason",
+            pl.String(),
+            "why, in the source's words (a delisting's acquired, bankrupt, moved); may be null",
+            nullable=True,
+        ),
+        Column("source", pl.String(), "connector that supplied the row"),
+    ),
+    key=("market", "symbol", "date", "kind"),
+)
+
 INSTRUMENT_REJECTS = rejects_table("instrument_rejects", "Instrument rows")
+CORPORATE_ACTION_REJECTS = rejects_table("corporate_action_rejects", "Corporate action rows")
 PRICE_REJECTS = rejects_table("price_rejects", "Price rows")
 NEWS_REJECTS = rejects_table("news_rejects", "News items")
 
@@ -71,8 +114,10 @@ NEWS_REJECTS = rejects_table("news_rejects", "News items")
 TABLES: tuple[Table, ...] = (
     INSTRUMENTS,
     DAILY_PRICES,
+    CORPORATE_ACTIONS,
     RAW_NEWS,
     INSTRUMENT_REJECTS,
+    CORPORATE_ACTION_REJECTS,
     PRICE_REJECTS,
     NEWS_REJECTS,
 )

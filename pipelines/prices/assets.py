@@ -8,7 +8,13 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_DAYS, PRICE_REJECTS
+from pipelines.catalog import (
+    CORPORATE_ACTIONS,
+    DAILY_PRICES,
+    INSTRUMENTS,
+    PRICE_DAYS,
+    PRICE_REJECTS,
+)
 from pipelines.catalog.quality import check_name
 from pipelines.catalog.state import PRICE_FINDINGS, PRICE_STATE
 from pipelines.platform.check_rows import markdown
@@ -32,6 +38,7 @@ PRICE_CHECKS = {
     "low_at_most_open_close": "low <= min(open, close).",
     "no_missing_trading_days": "No calendar day (crypto) or weekday (others) missing inside a series; warns, since holidays exist.",
     "fresh": "Every listed symbol has a stored bar, its newest within its market's freshness budget of the run's day.",
+    "moves_explained": "A stock's close moves more than 40% from the previous close only on a day with a corporate action; warns.",
 }
 
 
@@ -237,7 +244,11 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 dg.AssetSpec(
                     DAILY_PRICES.name,
                     description=DAILY_PRICES.description,
-                    deps=[INSTRUMENTS.name, *([EMBEDDED_PRICES] if embedded else [])],
+                    deps=[
+                        INSTRUMENTS.name,
+                        CORPORATE_ACTIONS.name,
+                        *([EMBEDDED_PRICES] if embedded else []),
+                    ],
                 ),
                 dg.AssetSpec(PRICE_REJECTS.name, description=PRICE_REJECTS.description),
                 dg.AssetSpec(PRICE_DAYS.name, description=PRICE_DAYS.description),
@@ -278,14 +289,19 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             budgets = {m: price_sources.freshness_days[m] for m in states}
             listed = {r.market: r.symbols for r in requests}
             stale = stale_by_market(states, days.through, budgets, listed)
-            day_rows = sum(
+            staged = [
                 stage_days(tx, r, found, before[r.market], stale[r.market], days.through)
                 for r in results
-            )
+            ]
+            day_rows = sum(rows for rows, _ in staged)
             yield dg.MaterializeResult(
                 asset_key=PRICE_DAYS.name, metadata=row_counts(tx, PRICE_DAYS.name, day_rows)
             )
             yield from row_check_results(found)
+            moves = pl.concat([m for _, m in staged], how="vertical_relaxed")
+            yield check_result(
+                "moves_explained", DAILY_PRICES.name, moves, dg.AssetCheckSeverity.WARN
+            )
             yield freshness_result(states, stale, days.through, budgets)
             yield rejects_result("price_rejects", rejects)
 
@@ -301,24 +317,37 @@ def stage_days(
     before: pl.DataFrame,
     stale: pl.DataFrame,
     through: date,
-) -> int:
-    """Stage one market's `price_findings` and `price_days` after its bars; the days' rows."""
+) -> tuple[int, pl.DataFrame]:
+    """Stage one market's `price_findings` and `price_days` after its bars: the days' rows, and
+    the market's unexplained moves (market, symbol, date, move)."""
     market, written = result.market, found.written_from(result.market)
     carried = condition.carried_findings(
         stored_rows(tx, PRICE_FINDINGS, market), written, result.removed
     )
+    stored = scan(tx.store.storage, tx.partitions(DAILY_PRICES.name, market).values(), DAILY_PRICES)
+    moves = _unexplained_moves(tx, market, stored)
     kept = condition.findings(
         carried,
         found.findings(market),
         condition.boundary_gaps(market, written, before),
         condition.stale_findings(market, stale, through),
+        condition.move_findings(market, moves),
     )
-    stored = scan(tx.store.storage, tx.partitions(DAILY_PRICES.name, market).values(), DAILY_PRICES)
     bars = stored.group_by("date").agg(bars=pl.len()).collect()
     rows = condition.price_days(market, bars, kept, through)
     stage_market_file(tx, PRICE_FINDINGS, market, kept)
     stage_market_file(tx, PRICE_DAYS, market, rows)
-    return rows.height
+    return rows.height, moves.with_columns(market=pl.lit(market))
+
+
+def _unexplained_moves(tx: RunTransaction, market: str, stored: pl.LazyFrame) -> pl.DataFrame:
+    """Every stored bar of a market with corporate actions that moved beyond the limit on a day
+    without one (found over the whole history each run: an action reported later explains a
+    move of an old day)."""
+    if market not in checks.MOVE_MARKETS:
+        return pl.DataFrame(schema={"symbol": pl.String, "date": pl.Date, "move": pl.Float64})
+    bars = stored.select("symbol", "date", "close").collect()
+    return checks.unexplained_moves(bars, stored_rows(tx, CORPORATE_ACTIONS, market))
 
 
 def _request(tx: RunTransaction, market: str, days: RunDays, options: RunOptions) -> Request:

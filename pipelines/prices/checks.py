@@ -92,6 +92,27 @@ def stale_symbols(
     return pl.concat([stale, never], how="diagonal_relaxed").sort("symbol")
 
 
+MOVE_LIMIT = 0.40
+"""A stock's close-to-close move beyond this fraction (either way) needs a corporate action."""
+MOVE_MARKETS = frozenset({"stocks"})
+"""Markets whose sources report corporate actions, so that a large move without one is suspect."""
+
+
+def unexplained_moves(bars: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
+    """(symbol, date, move) of every bar whose close moved more than `MOVE_LIMIT` from the
+    symbol's previous close on a day without a corporate action of that symbol (`actions`:
+    symbol, date). A 4-for-1 split shown unadjusted is a 75% fall: the split's row explains it;
+    without one, either the action is missing or the bar is wrong."""
+    moved = (
+        bars.select("symbol", "date", "close")
+        .sort("symbol", "date")
+        .with_columns(move=pl.col("close") / pl.col("close").shift(1).over("symbol") - 1.0)
+        .filter(pl.col("move").abs() > MOVE_LIMIT)
+    )
+    acted = actions.select("symbol", "date").unique()
+    return moved.join(acted, on=["symbol", "date"], how="anti").drop("close")
+
+
 def reasons_by_count(rejects: pl.DataFrame) -> pl.DataFrame:
     """How many rejects each reason has, most frequent first."""
     counts = rejects.group_by("reason").agg(count=pl.len())

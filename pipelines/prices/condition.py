@@ -20,6 +20,10 @@ from pipelines.catalog.state import PRICE_FINDINGS
 
 FRESH = check_name(DAILY_PRICES.name, "fresh")
 GAP = check_name(DAILY_PRICES.name, "no_missing_trading_days")
+MOVES = check_name(DAILY_PRICES.name, "moves_explained")
+AFRESH = (FRESH, MOVES)
+"""Found afresh each run over the whole market: freshness (a property of the run's day) and
+unexplained moves (a corporate action reported later explains an old one)."""
 
 
 def _finding(frame: pl.DataFrame, market: str, check: str, severity: str) -> pl.DataFrame:
@@ -72,6 +76,11 @@ def stale_findings(market: str, stale: pl.DataFrame, through: date) -> pl.DataFr
     return _finding(lacked, market, FRESH, "ERROR")
 
 
+def move_findings(market: str, moves: pl.DataFrame) -> pl.DataFrame:
+    """Each unexplained move (`moves`: symbol, date) warns on its day."""
+    return _finding(moves, market, MOVES, "WARN")
+
+
 def last_trading_day(market: str, day: date) -> date:
     """`day`, or the last day of the market's calendar before it."""
     while not trades_on(market, day):
@@ -82,10 +91,10 @@ def last_trading_day(market: str, day: date) -> date:
 def carried_findings(
     old: pl.DataFrame, written: pl.DataFrame, removed: Sequence[str]
 ) -> pl.DataFrame:
-    """The findings of earlier runs that still hold: not freshness (found afresh each run), not a
-    removed symbol's, and not on a day a written symbol's bars were written again (`written`:
-    symbol, first)."""
-    kept = old.filter((pl.col("check") != FRESH) & ~pl.col("symbol").is_in(list(removed)))
+    """The findings of earlier runs that still hold: not those found afresh each run (`AFRESH`),
+    not a removed symbol's, and not on a day a written symbol's bars were written again
+    (`written`: symbol, first)."""
+    kept = old.filter(~pl.col("check").is_in(AFRESH) & ~pl.col("symbol").is_in(list(removed)))
     rewritten = kept.join(written.select("symbol", "first"), on="symbol", how="left")
     return rewritten.filter(pl.col("first").is_null() | (pl.col("date") < pl.col("first"))).select(
         PRICE_FINDINGS.column_names

@@ -29,6 +29,8 @@ EXPECTED_ASSETS = {
     "backtest_summaries",
     "backtest_trades",
     "briefs",
+    "corporate_action_rejects",
+    "corporate_actions",
     "current_actions",
     "daily_prices",
     "daily_publish",

@@ -13,9 +13,11 @@ PROVENANCE = ("source", "location", "record")
 """Columns every raw row carries: file path or URL, line/row/index inside it, the raw text."""
 
 INSTRUMENT_FIELDS = ("symbol", "name", "logo")
+ACTION_FIELDS = ("symbol", "date", "kind", "ratio", "amount", "reason")
 BAR_FIELDS = ("symbol", "date", "open", "high", "low", "close", "volume")
 
 RAW_INSTRUMENTS_SCHEMA = pl.Schema({c: pl.String() for c in (*INSTRUMENT_FIELDS, *PROVENANCE)})
+RAW_ACTIONS_SCHEMA = pl.Schema({c: pl.String() for c in (*ACTION_FIELDS, *PROVENANCE)})
 RAW_BARS_SCHEMA = pl.Schema({c: pl.String() for c in (*BAR_FIELDS, *PROVENANCE)})
 UNREADABLE_SCHEMA = pl.Schema({c: pl.String() for c in (*PROVENANCE, "reason")})
 """Records a connector could not even split into fields (wrong header, garbage line, bad bytes)."""
@@ -85,6 +87,14 @@ class RawInstruments:
 
 
 @dataclass(frozen=True)
+class RawActions:
+    """Corporate action rows as read, all strings (`RAW_ACTIONS_SCHEMA`), plus unreadable records."""
+
+    rows: pl.DataFrame = field(default_factory=RAW_ACTIONS_SCHEMA.to_frame)
+    unreadable: pl.DataFrame = field(default_factory=lambda: unreadable([]))
+
+
+@dataclass(frozen=True)
 class RawBars:
     """Daily bar rows as read, all strings (`RAW_BARS_SCHEMA`, date as text), plus unreadable
     records and, for a web source, what its requests answered."""
@@ -119,6 +129,11 @@ class PriceSource(ABC):
     @abstractmethod
     def daily_bars(self, market: str, symbols: Sequence[str], since: date | None) -> RawBars:
         """Bars of `symbols` (canonical upper case) dated `since` or later (all history when None)."""
+
+    def corporate_actions(self, market: str) -> RawActions:
+        """The market's corporate action rows; none for a source that reports none (Binance,
+        the ECB and Stooq: docs/connectors.md)."""
+        return RawActions()
 
     @property
     def incremental(self) -> bool:

@@ -16,13 +16,16 @@ import numpy as np
 import polars as pl
 
 from pipelines.prices.sources.base import (
+    ACTION_FIELDS,
     BAR_FIELDS,
     INSTRUMENT_FIELDS,
     INVALID_UTF8,
+    RAW_ACTIONS_SCHEMA,
     RAW_BARS_SCHEMA,
     RAW_INSTRUMENTS_SCHEMA,
     UNREADABLE_SCHEMA,
     PriceSource,
+    RawActions,
     RawBars,
     RawInstruments,
     SourceError,
@@ -95,6 +98,14 @@ class FileDropSource(PriceSource):
             raise SourceError(f"instrument list {path} does not exist")
         return read_instruments_csv(path, self.bounds)
 
+    def corporate_actions(self, market: str) -> RawActions:
+        """The rows of `actions/<market>.csv`; a market without that file has no actions."""
+        path = self.root / "actions" / f"{market}.csv"
+        if not path.is_file():
+            return RawActions()
+        rows, bad = _read_fields_csv(path, ACTION_FIELDS, RAW_ACTIONS_SCHEMA, self.bounds)
+        return RawActions(rows, bad)
+
     def listing(self, market: str) -> list[SourceFile]:
         """Every price file of the market (day files, per-symbol CSVs, Parquet), by path."""
         folder = self._folder(market)
@@ -147,21 +158,25 @@ def _listed(path: Path) -> bool:
 def read_instruments_csv(path: Path, bounds: FileBounds | None = None) -> RawInstruments:
     """Instrument rows of one `symbol,name,logo` CSV; quoted fields may hold commas. A file larger
     than `bounds` allow is rejected whole, unread."""
+    rows, bad = _read_fields_csv(path, INSTRUMENT_FIELDS, RAW_INSTRUMENTS_SCHEMA, bounds)
+    return RawInstruments(rows, bad)
+
+
+def _read_fields_csv(
+    path: Path, names: tuple[str, ...], schema: pl.Schema, bounds: FileBounds | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows, unreadable records) of a CSV whose header is `names`, every field a string; quoted
+    fields may hold commas. A file too large for `bounds`, empty or with another header is one
+    unreadable record; so is each line that is not UTF-8 or has another number of fields."""
     refused = (bounds or FileBounds()).size_refused(path)
     if refused is not None:
-        return RawInstruments(
-            RAW_INSTRUMENTS_SCHEMA.to_frame(), _whole_file(path, "file", "", refused)
-        )
+        return schema.to_frame(), _whole_file(path, "file", "", refused)
     lines = read_lines(path)
     if not any(line.strip() for line in lines):
-        return RawInstruments(
-            RAW_INSTRUMENTS_SCHEMA.to_frame(), _whole_file(path, "file", "", "file is empty")
-        )
-    if _split_header(lines[0]) != INSTRUMENT_FIELDS:
-        reason = f"header is {lines[0]!r}, expected 'symbol,name,logo'; file not read"
-        return RawInstruments(
-            RAW_INSTRUMENTS_SCHEMA.to_frame(), _whole_file(path, "line 1", lines[0], reason)
-        )
+        return schema.to_frame(), _whole_file(path, "file", "", "file is empty")
+    if _split_header(lines[0]) != names:
+        reason = f"header is {lines[0]!r}, expected {','.join(names)!r}; file not read"
+        return schema.to_frame(), _whole_file(path, "line 1", lines[0], reason)
     rows, bad = [], []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -170,11 +185,11 @@ def read_instruments_csv(path: Path, bounds: FileBounds | None = None) -> RawIns
         fields = next(csv.reader([line]))
         if INVALID_UTF8 in line:
             bad.append(where | {"reason": "line is not valid UTF-8"})
-        elif len(fields) != len(INSTRUMENT_FIELDS):
-            bad.append(where | {"reason": f"expected 3 fields, found {len(fields)}"})
+        elif len(fields) != len(names):
+            bad.append(where | {"reason": f"expected {len(names)} fields, found {len(fields)}"})
         else:
-            rows.append(dict(zip(INSTRUMENT_FIELDS, fields, strict=True)) | where)
-    return RawInstruments(pl.DataFrame(rows, schema=RAW_INSTRUMENTS_SCHEMA), unreadable(bad))
+            rows.append(dict(zip(names, fields, strict=True)) | where)
+    return pl.DataFrame(rows, schema=schema), unreadable(bad)
 
 
 _SYMBOL_FILE, _DAY_FILE, _PARQUET_FILE = range(3)

@@ -126,6 +126,7 @@ def test_materialize_writes_conforming_outputs_and_passing_checks(
         "low_at_most_open_close": True,
         "no_missing_trading_days": True,
         "fresh": True,
+        "moves_explained": True,
     }
 
 
@@ -250,7 +251,7 @@ def test_definitions_expose_the_raw_assets_checks_and_resource(
     graph = graph_of(defs, clean_stocks)
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"instruments", "instrument_rejects", "daily_prices", "price_rejects"} <= keys
-    assert len(graph.asset_check_keys) == 9
+    assert len(graph.asset_check_keys) == 10
     assert "price_sources" in (defs.resources or {})
 
 

@@ -73,3 +73,19 @@ def test_a_complete_weekday_series_with_a_saturday_bar_still_reports_its_missing
     prices = _bars({"AAA": [0, 3, 4, 5, 6, 7]}, "stocks")
     found = checks.missing_trading_days(prices, "stocks")
     assert found.rows() == [("AAA", date(2025, 12, 22))]
+
+
+def test_a_move_beyond_40_percent_is_unexplained_unless_an_action_falls_on_its_day() -> None:
+    day = [date(2024, 1, d) for d in (1, 2, 3, 4, 5)]
+    bars = pl.DataFrame(
+        {
+            "symbol": ["AAPL"] * 5 + ["GONE"] * 3,
+            "date": day + day[:3],
+            # AAPL: a 4-for-1 split on the 2nd (-75%), +41% on the 4th, -40% exactly on the 5th
+            "close": [400.0, 100.0, 100.0, 141.0, 84.6, 10.0, 14.5, 14.0],
+        }
+    )
+    actions = pl.DataFrame({"symbol": ["AAPL"], "date": [day[1]]})
+    found = checks.unexplained_moves(bars, actions)
+    assert found.select("symbol", "date").rows() == [("AAPL", day[3]), ("GONE", day[1])]
+    assert found["move"].round(2).to_list() == [0.41, 0.45]

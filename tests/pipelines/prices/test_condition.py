@@ -65,10 +65,11 @@ def test_findings_from_a_rewritten_day_on_are_replaced_and_a_removed_symbols_go(
         ("MSFT", date(2026, 2, 20), GAP, "WARN"),
         ("GONE", date(2026, 2, 20), GAP, "WARN"),
         ("NVDA", date(2026, 2, 25), FRESH, "ERROR"),
+        ("NVDA", date(2026, 2, 2), condition.MOVES, "WARN"),
     )
     kept = condition.carried_findings(old, written(AAPL=date(2026, 2, 24)), ["GONE"])
     # AAPL's bars from the 24th on were written again: its finding of the 25th is the run's to
-    # make again; freshness is always found afresh.
+    # make again; freshness and unexplained moves are always found afresh.
     assert kept.select("symbol", "date").rows() == [
         ("AAPL", date(2026, 2, 20)),
         ("MSFT", date(2026, 2, 20)),

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.corporate_actions.validate import validate_actions
 from pipelines.embedded_market import write_embedded_prices
 from pipelines.instruments.validate import validate_instruments
 from pipelines.prices.sources import file_drop
@@ -146,6 +147,40 @@ def test_empty_instrument_list_is_rejected(tmp_path: Path) -> None:
 def test_missing_instrument_list_fails_loudly(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"stocks\.csv does not exist"):
         FileDropSource(tmp_path).instruments("stocks")
+
+
+def test_the_actions_file_reads_every_line_and_rejects_the_unreadable(tmp_path: Path) -> None:
+    body = (
+        "symbol,date,kind,ratio,amount,reason\n"
+        'AAPL,2020-08-31,split,4,,"4-for-1, after the close"\n'
+        "AAPL,2024-02-09,dividend,,0.24,\n"
+        "AAPL,2024-02-09\n"
+    )
+    source = drop(tmp_path, {"actions/stocks.csv": body})
+    clean, rejects = validate_actions(source.corporate_actions("stocks"), "stocks", {"AAPL"}, "fd")
+    assert clean.select("kind", "ratio", "amount", "reason").rows() == [
+        ("split", 4.0, None, "4-for-1, after the close"),
+        ("dividend", None, 0.24, None),
+    ]
+    assert dict(zip(rejects["location"], rejects["reason"], strict=True)) == {
+        "line 4": "expected 6 fields, found 2"
+    }
+
+
+def test_a_market_without_an_actions_file_has_no_actions(tmp_path: Path) -> None:
+    raw = FileDropSource(tmp_path).corporate_actions("stocks")
+    assert raw.rows.is_empty()
+    assert raw.unreadable.is_empty()
+
+
+def test_an_actions_file_with_another_header_is_rejected_whole(tmp_path: Path) -> None:
+    source = drop(tmp_path, {"actions/stocks.csv": "symbol,date,type\nAAPL,2020-08-31,split\n"})
+    clean, rejects = validate_actions(source.corporate_actions("stocks"), "stocks", {"AAPL"}, "fd")
+    assert clean.is_empty()
+    assert rejects["reason"].item() == (
+        "header is 'symbol,date,type', expected 'symbol,date,kind,ratio,amount,reason'; "
+        "file not read"
+    )
 
 
 # --- day files: prices/<market>/days/<YYYY-MM-DD>.csv -------------------------------------------

@@ -1,0 +1,1 @@
+"""Corporate actions: splits, dividends, listings and delistings as their sources report them."""
