@@ -19,6 +19,7 @@ from pipelines.catalog import (
     BACKTEST_SUMMARIES,
     BACKTEST_TRADES,
     BRIEFS,
+    CORPORATE_ACTIONS,
     DAILY_PRICES,
     INDICATOR_SNAPSHOTS,
     SENTIMENT_DAILY,
@@ -63,6 +64,7 @@ DATASETS: dict[str, Dataset] = {
         Dataset("backtest-summaries", BACKTEST_SUMMARIES, date_column="start_date"),
         Dataset("briefs", BRIEFS, symbols_column="symbols"),
         Dataset("sentiment-daily", SENTIMENT_DAILY),
+        Dataset("corporate-actions", CORPORATE_ACTIONS),
     )
 }
 """decisions.md, Bulk export: every dataset, by the name its URL segment carries."""

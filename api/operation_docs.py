@@ -12,6 +12,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "ping": ("Liveness check", "Answers a short word when the service is up. With a key, it is metered and carries the key's balance headers: the cheapest way to read a balance."),
     "status": ("Service status", "One check per backing datastore (warehouse, metering) with its latency; `status` is `ok`, `degraded` or `error`. Public: no key, no rate limit, no tokens."),
     "list-symbols": ("List a market's symbols", "The market's symbols in alphabetical order, a page at a time (`limit`, `skip`). A page shorter than `limit` is the last."),
+    "get-corporate-actions": ("An instrument's corporate actions", "Its splits (ratio: new shares per old), cash dividends (amount per share on the ex-date), listing and delisting, oldest first; `from` and `to` (YYYY-MM-DD) narrow the days. An instrument without any answers an empty list."),
     "get-detail": ("An instrument's name and logo", "Display metadata of one crypto instrument. Other markets answer 404; their names come with the scorecard."),
     "search-instruments": ("Search crypto instruments", "At most 5 crypto instruments whose symbol or name matches the term, best match first."),
     "scorecard": ("An instrument's technical scorecard", "The action of the better of the two strategies on the latest bar, its score from 0 to 5, its backtest profit against buy-and-hold, and the running trend."),
@@ -48,6 +49,7 @@ TAGS: dict[str, str] = {
     "newsroom": "News briefs with sentiment, and written analyses of coins and the crypto market.",
     "sentiment": "Daily counts of positive, neutral and negative news about a symbol.",
     "trades": "The trading strategies: backtests, current actions, signals, recommendations, and trends.",
+    "reference": "What happened to an instrument: its splits, dividends, listing and delisting.",
     "bulk": "Whole datasets as files, for analysts and pipelines.",
     "legacy": "Routes kept in the earlier interface's response form.",
 }

@@ -335,6 +335,14 @@ FILL = Text(
     default="close",
     schema_extra={"enum": list(FILLS)},
 )
+ACTIONS_FROM = Text(
+    "from",
+    "the first day listed, YYYY-MM-DD; default: the instrument's first action",
+    schema_extra={"format": "date"},
+)
+ACTIONS_TO = Text(
+    "to", "the last day listed, YYYY-MM-DD; default: its latest", schema_extra={"format": "date"}
+)
 VERSIONS_LIMIT = Bounds("limit", default=50, low=1, high=500, meaning="most versions returned")
 VERSIONS_FROM = Text(
     "from", "the earliest publish instant listed: RFC 3339, or a day YYYY-MM-DD (its start)"

@@ -10,6 +10,7 @@ from api.routes.data_status import DataStatusController
 from api.routes.instruments import InstrumentsController
 from api.routes.legacy import LegacyController
 from api.routes.newsroom import CryptoNewsroomController, NewsroomController
+from api.routes.reference import ReferenceController
 from api.routes.sentiment import SentimentController
 from api.routes.technical_analysis import TechnicalAnalysisController
 from api.routes.trades import CryptoTradesController, MarketTradesController
@@ -17,6 +18,7 @@ from api.routes.trades import CryptoTradesController, MarketTradesController
 V2_CONTROLLERS: list[type[Controller]] = [
     *mounted(
         InstrumentsController,
+        ReferenceController,
         TechnicalAnalysisController,
         NewsroomController,
         CryptoNewsroomController,

@@ -529,3 +529,26 @@ class DataStatus(Wire, frozen=True):
     """The market the days are of."""
     days: list[DayStatus]
     """Newest first."""
+
+
+class CorporateAction(Wire, frozen=True):
+    """A split, a cash dividend, a listing or a delisting (decisions.md, Corporate actions)."""
+
+    date: str
+    """The day it takes effect, YYYY-MM-DD: a split's first bar at the new share count, a
+    dividend's ex-date, a listing's first bar, the day after a delisting's last bar."""
+    kind: str
+    """split, dividend, listing or delisting."""
+    ratio: float | None
+    """A split's new shares per old share (4 for 4-for-1, 0.1 for 1-for-10); null otherwise."""
+    amount: float | None
+    """A dividend's cash per share, in the quote currency; null otherwise."""
+    reason: str | None
+    """Why, in the source's words (a delisting's acquired, bankrupt, moved); may be null."""
+
+
+class CorporateActionList(Wire, frozen=True):
+    """An instrument's corporate actions, oldest first."""
+
+    corporate_actions: list[CorporateAction]
+    """Oldest first; empty for an instrument without any in the range."""

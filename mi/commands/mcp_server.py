@@ -17,6 +17,7 @@ from market_intelligence import (
     AsyncClient,
     BacktestSummary,
     BriefList,
+    CorporateActionList,
     CurrentAction,
     CurrentTrend,
     DataStatus,
@@ -293,6 +294,18 @@ class MarketTools:
         call = client.data_status(market, start=start, end=end)
         return await self._answer(client, "data_status", call)
 
+    async def corporate_actions(
+        self,
+        market: Market,
+        symbol: SymbolArg,
+        start: DayArg = None,
+        end: DayArg = None,
+        as_of: AsOfArg = None,
+    ) -> CallToolResult:
+        client = self.at(as_of)
+        call = client.get_corporate_actions(market, symbol, start=start, end=end)
+        return await self._answer(client, "corporate_actions", call)
+
     async def balance(self) -> CallToolResult:
         return await self._answer(self.client, "balance", self.client.ping())
 
@@ -313,6 +326,7 @@ TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[type[Resource], ...]]] = {
     "current_action": ("What a strategy does on a coin on the latest day: Buy, Sell, Hold or Stay.", ("get-current-action",), (CurrentAction,)),
     "recommendations": ("Coins a strategy recommends: score at least `min_score` (0 to 5), best first.", ("get-recommendations",), (RecommendationList,)),
     "data_status": ("Each day of a market from `start` to `end` (default the last 30, at most 366), newest first: available, degraded (a warning check failed), pending (not due yet) or missing, with the failed checks.", ("data-status",), (DataStatus,)),
+    "corporate_actions": ("An instrument's splits (ratio: new shares per old), cash dividends (amount per share), listing and delisting from `start` to `end`, oldest first.", ("get-corporate-actions",), (CorporateActionList,)),
     "balance": ("The key's token balance: spent and remaining this month and today.", ("ping",), (Ping,)),
 }  # fmt: skip
 """Tool name (a method of MarketTools) -> what it gives, the API operations it may call, the

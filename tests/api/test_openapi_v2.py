@@ -43,11 +43,14 @@ DECISION_PATHS = {
     "/api/v2/{market}/bulk/{dataset}",
     "/api/v1/versions",
     "/api/v2/{market}/data-status",
+    "/api/v2/{market}/reference/get-corporate-actions/{symbol}",
 }
 """Paths decisions.md adds beyond the spec (bulk export: files, not JSON; the version log; each
-day's condition)."""
+day's condition; an instrument's corporate actions)."""
 
 SPEC_FIELDS = {
+    "CorporateActionList": {"corporate_actions"},
+    "CorporateAction": {"date", "kind", "ratio", "amount", "reason"},
     "Instrument": {"name", "symbol", "logo"},
     "InstrumentSearch": {"instruments"},
     "SymbolList": {"symbols"},

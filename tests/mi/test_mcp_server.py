@@ -37,6 +37,7 @@ TOOL_OPERATIONS = {
     "analysis": ["get-instrument-analysis"],
     "market_summary": ["get-market-summary"],
     "backtest_summary": ["get-backtest-summary"],
+    "corporate_actions": ["get-corporate-actions"],
     "current_action": ["get-current-action"],
     "recommendations": ["get-recommendations"],
     "data_status": ["data-status"],
@@ -61,6 +62,7 @@ CALLS: list[tuple[str, dict[str, Any], str, tuple[Any, ...], dict[str, Any]]] = 
     ("market_summary", {}, "get_market_summary", (), {}),
     ("backtest_summary", {"symbol": "BTC", "strategy": "conservative", "years": 3, "fill": "next_open"}, "get_backtest_summary", ("BTC", "conservative"), {"years": 3, "fill": "next_open"}),
     ("current_action", {"symbol": "ETH"}, "get_current_action", ("ETH", "aggressive"), {}),
+    ("corporate_actions", {"market": "stocks", "symbol": "AAPL", "start": "2020-01-01"}, "get_corporate_actions", ("stocks", "AAPL"), {"start": date(2020, 1, 1), "end": None}),
     ("recommendations", {"min_score": 0}, "get_recommendations", (), {"strategy": "aggressive", "limit": 10, "min_score": 0.0}),
     ("data_status", {"market": "stocks", "start": "2026-02-01", "end": "2026-02-10"}, "data_status", ("stocks",), {"start": date(2026, 2, 1), "end": date(2026, 2, 10)}),
 ]  # fmt: skip

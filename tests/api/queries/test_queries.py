@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
-from api.queries import Row, legacy, newsroom, sentiment, technical_analysis, trades
+from api.queries import Row, legacy, newsroom, reference, sentiment, technical_analysis, trades
 from api.queries import instruments as instrument_queries
 from api.warehouse import WarehouseSnapshot
 from api.warehouse.duckdb_reader import DuckDBSnapshot
@@ -38,6 +38,7 @@ FRAMES: dict[str, pl.DataFrame] = {
     "briefs": tables.briefs(NOW_MS),
     "sentiment_daily": tables.sentiment_daily(),
     "sentiment_topics": tables.sentiment_topics(),
+    "corporate_actions": tables.corporate_actions(),
     "instrument_analyses": tables.instrument_analyses(),
     "market_summaries": tables.market_summaries(),
 }
@@ -312,3 +313,19 @@ def test_running_trend_and_trend_segments(snapshot: WarehouseSnapshot) -> None:
     assert run(trades.running_trend(snapshot, "forex", "GBPUSD")) is None
     newest = expected("trend_segments", is_symbol("forex", "EURUSD"), ["segment"], limit=2)
     assert run(trades.trend_segments(snapshot, "forex", "EURUSD", 2)) == newest
+
+
+@pytest.mark.parametrize(
+    ("first", "last"),
+    [(date.min, date.max), (date(2023, 3, 1), date.max), (date(2021, 1, 1), date(2023, 2, 28))],
+)
+def test_corporate_actions_are_the_days_asked_oldest_first(
+    snapshot: WarehouseSnapshot, first: date, last: date
+) -> None:
+    keep = is_symbol("crypto", "BTC") & pl.col("date").is_between(first, last)
+    columns = ["date", "kind", "ratio", "amount", "reason"]
+    wanted = expected(
+        "corporate_actions", keep, ["date", "kind"], descending=False, columns=columns
+    )
+    found = run(reference.corporate_actions(snapshot, "crypto", "BTC", first, last))
+    assert found == wanted

@@ -361,3 +361,30 @@ def market_summaries() -> pl.DataFrame:
             for i in range(3)
         ]
     )
+
+
+def corporate_actions() -> pl.DataFrame:
+    """BTC's made-up actions (one of every kind) and ETH's split; other symbols have none."""
+    rows = [
+        ("BTC", date(2020, 1, 2), "listing", None, None, None),
+        ("BTC", date(2022, 6, 1), "split", 4.0, None, None),
+        ("BTC", date(2023, 3, 1), "dividend", None, 0.5, "special"),
+        ("BTC", date(2023, 3, 1), "split", 0.1, None, "1-for-10"),
+        ("BTC", date(2024, 5, 1), "delisting", None, None, "acquired"),
+        ("ETH", date(2021, 1, 4), "split", 2.0, None, None),
+    ]
+    return pl.DataFrame(
+        [
+            {
+                "market": "crypto",
+                "symbol": symbol,
+                "date": day,
+                "kind": kind,
+                "ratio": ratio,
+                "amount": amount,
+                "reason": reason,
+                "source": "file_drop",
+            }
+            for symbol, day, kind, ratio, amount, reason in rows
+        ]
+    )

@@ -91,6 +91,11 @@ def read_back(body: bytes, fmt: str, dataset: Dataset, scratch: Path) -> list[pl
     return [pl.read_parquet(io.BytesIO(body)).sort(key), by_duckdb.sort(key)]
 
 
+EMPTY_ON_THE_EMBEDDED_MARKET = {"corporate-actions"}
+"""Datasets the tests' embedded market leaves empty: it reports no corporate actions yet (its
+actions file is issue 51's next part); the file must still read back as the table's schema."""
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv"])
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_every_dataset_in_every_format_reads_back_as_the_warehouse_table(
@@ -108,7 +113,7 @@ def test_every_dataset_in_every_format_reads_back_as_the_warehouse_table(
     response = get(served_api, quant_key, market, name, format=fmt)
     assert response.status_code == 200, response.text
     want = expected(warehouse, dataset, "market = ?", [market])
-    assert want.height > 0
+    assert (want.height == 0) == (name in EMPTY_ON_THE_EMBEDDED_MARKET)
     for got in read_back(response.content, fmt, dataset, tmp_path):
         assert got.schema == dataset.table.schema
         assert_frame_equal(got, want)

@@ -33,6 +33,7 @@ def full(base_warehouse: Warehouse, client_for: ClientFor) -> Client:
         sentiment_topics=tables.sentiment_topics(),
         instrument_analyses=tables.instrument_analyses(),
         market_summaries=tables.market_summaries(),
+        corporate_actions=tables.corporate_actions(),
     )
     return client_for()
 
@@ -55,6 +56,7 @@ ROUTES_AND_TABLES = [
     (f"{C}/sentiment/get-sentiment-history/BTC", "sentiment_daily"),
     (f"{C}/newsroom/get-instrument-analysis/BTC", "instrument_analyses"),
     (f"{C}/newsroom/get-market-summary", "market_summaries"),
+    (f"{C}/reference/get-corporate-actions/BTC", "corporate_actions"),
     ("/api/v2/market/trends/BTC", "trend_segments"),
     ("/api/v2/sentiment/sentiment/BTC/30", "sentiment_topics"),
 ]
@@ -344,6 +346,60 @@ def test_every_answer_after_the_fill_is_read_says_it(full: Client) -> None:
     missing = full.get(f"{C}/trades/get-backtest-history/NOPE/aggressive?fill=next_open")
     assert missing.status_code == 404
     assert missing.headers["x-fill"] == "next_open"
+
+
+def test_corporate_actions_are_oldest_first_with_their_numbers(full: Client) -> None:
+    body = full.get(f"{C}/reference/get-corporate-actions/btc").json()
+    assert body["corporate_actions"][:2] == [
+        {"date": "2020-01-02", "kind": "listing", "ratio": None, "amount": None, "reason": None},
+        {"date": "2022-06-01", "kind": "split", "ratio": 4.0, "amount": None, "reason": None},
+    ]
+    assert [a["kind"] for a in body["corporate_actions"]] == [
+        "listing",
+        "split",
+        "dividend",
+        "split",
+        "delisting",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "days"),
+    [
+        ("?from=2023-03-01", ["2023-03-01", "2023-03-01", "2024-05-01"]),
+        ("?to=2022-06-01", ["2020-01-02", "2022-06-01"]),
+        ("?from=2022-01-01&to=2022-12-31", ["2022-06-01"]),
+        ("?from=2025-01-01", []),
+    ],
+)
+def test_corporate_actions_from_and_to_narrow_the_days(
+    full: Client, query: str, days: list[str]
+) -> None:
+    body = full.get(f"{C}/reference/get-corporate-actions/BTC{query}").json()
+    assert [a["date"] for a in body["corporate_actions"]] == days
+
+
+def test_an_instrument_without_actions_answers_an_empty_list(full: Client) -> None:
+    response = full.get("/api/v2/crypto/reference/get-corporate-actions/SOL")
+    assert response.status_code == 200
+    assert response.json() == {"corporate_actions": []}
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "word"),
+    [
+        (f"{C}/reference/get-corporate-actions/NOPE", 404, "NOPE"),
+        (f"{C}/reference/get-corporate-actions/BTC?from=2023-13-01", 422, "'from'"),
+        (f"{C}/reference/get-corporate-actions/BTC?from=2024-01-02&to=2024-01-01", 422, "'from'"),
+        (f"{C}/reference/get-corporate-actions/BTC?since=2024-01-01", 422, "since"),
+    ],
+)
+def test_corporate_actions_refuse_what_they_cannot_answer(
+    full: Client, path: str, status: int, word: str
+) -> None:
+    response = full.get(path)
+    assert response.status_code == status
+    assert word in response.json()["error"]
 
 
 def test_recent_buys_cover_both_strategies_newest_first(full: Client) -> None:

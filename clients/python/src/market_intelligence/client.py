@@ -20,6 +20,7 @@ from market_intelligence.models import (
     Balance,
     Brief,
     BriefList,
+    CorporateActionList,
     CurrentAction,
     CurrentTrend,
     Dataset,
@@ -248,6 +249,13 @@ class Client(_Settings):
     ) -> SymbolList:
         """One page of a market's symbols (limit 1..1000, default 100)."""
         return self._send(routes.list_symbols(market, limit, skip))
+
+    def get_corporate_actions(
+        self, market: Market, symbol: str, *, start: date | None = None, end: date | None = None
+    ) -> CorporateActionList:
+        """An instrument's splits, dividends, listing and delisting from `start` to `end`
+        (default all), oldest first."""
+        return self._send(routes.get_corporate_actions(market, symbol, start, end))
 
     def get_detail(self, market: Market, symbol: str) -> Instrument:
         """An instrument's name and logo (crypto only)."""
@@ -543,6 +551,13 @@ class AsyncClient(_Settings):
     ) -> SymbolList:
         """One page of a market's symbols (limit 1..1000, default 100)."""
         return await self._send(routes.list_symbols(market, limit, skip))
+
+    async def get_corporate_actions(
+        self, market: Market, symbol: str, *, start: date | None = None, end: date | None = None
+    ) -> CorporateActionList:
+        """An instrument's splits, dividends, listing and delisting from `start` to `end`
+        (default all), oldest first."""
+        return await self._send(routes.get_corporate_actions(market, symbol, start, end))
 
     async def get_detail(self, market: Market, symbol: str) -> Instrument:
         """An instrument's name and logo (crypto only)."""

@@ -21,6 +21,7 @@ Dataset = Literal[
     "backtest-summaries",
     "briefs",
     "sentiment-daily",
+    "corporate-actions",
 ]
 """The datasets bulk export offers, each a warehouse table of one market."""
 FileFormat = Literal["parquet", "arrow", "csv"]
@@ -111,6 +112,21 @@ class DataStatus(Resource, frozen=True):
 
 
 # -- instruments
+
+
+class CorporateAction(Resource, frozen=True):
+    """A split (`ratio`: new shares per old), a cash dividend (`amount` per share on the
+    ex-date), a listing or a delisting, on `date` (YYYY-MM-DD)."""
+
+    date: str
+    kind: str
+    ratio: float | None
+    amount: float | None
+    reason: str | None
+
+
+class CorporateActionList(Resource, frozen=True):
+    corporate_actions: list[CorporateAction]
 
 
 class Instrument(Resource, frozen=True):

@@ -16,6 +16,7 @@ from market_intelligence.models import (
     BacktestSummary,
     Brief,
     BriefList,
+    CorporateActionList,
     CurrentAction,
     CurrentTrend,
     Dataset,
@@ -145,6 +146,14 @@ def data_status(market: Market, start: date | None, end: date | None) -> Call[Da
 
 
 # -- instruments
+
+
+def get_corporate_actions(
+    market: Market, symbol: str, start: date | None, end: date | None
+) -> Call[CorporateActionList]:
+    days = {"from": start.isoformat() if start else None, "to": end.isoformat() if end else None}
+    path = market_route(market, "reference", "get-corporate-actions", symbol)
+    return Call(path, CorporateActionList, _query(**days))
 
 
 def list_symbols(market: Market, limit: int | None, skip: int | None) -> Call[SymbolList]:
