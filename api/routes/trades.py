@@ -43,6 +43,7 @@ from api.schemas import (
     BacktestSummary,
     CurrentAction,
     CurrentTrend,
+    Instrument,
     Recommendation,
     RecommendationList,
     Trade,
@@ -55,7 +56,8 @@ from api.schemas import (
 from api.schemas import (
     TrendSegments as TrendSegmentsBody,
 )
-from pipelines.catalog import STRATEGIES
+from api.warehouse import WarehouseSnapshot
+from pipelines.catalog import FILLS, STRATEGIES
 
 
 def trade(row: Row) -> Trade:
@@ -86,17 +88,24 @@ def trend_entry(row: Row) -> TrendEntry:
 RECENT_TRADES_QUERY = (RECENT_TRADES_LIMIT, SKIP, STRATEGY_FILTER)
 FILL_HEADER = "x-fill"
 """The header every answer of the backtest routes carries once their `fill` is read."""
-
-
-def filled(fill: str) -> tuple[tuple[bytes, bytes], ...]:
-    """The raw `x-fill` header of a backtest route's 200 and 304."""
-    return ((FILL_HEADER.encode(), fill.encode()),)
+FILLED = {fill: ((FILL_HEADER.encode(), fill.encode()),) for fill in FILLS}
+"""The raw `x-fill` header of a backtest route's 200 and 304, by fill."""
 
 
 def with_fill(failure: ApiFailure, fill: str) -> ApiFailure:
     """An error of a backtest route after its fill was read: it says the fill too."""
     failure.headers[FILL_HEADER] = fill
     return failure
+
+
+async def backtested(
+    snapshot: WarehouseSnapshot, market: str, symbol: str, table: str, fill: str
+) -> Instrument:
+    """`instrument_served` for a backtest route: its 404 or 503 says the fill."""
+    try:
+        return await instrument_served(snapshot, market, symbol, table)
+    except ApiFailure as failure:
+        raise with_fill(failure, fill) from None
 
 
 def strategies(value: str | None) -> tuple[str, ...]:
@@ -132,10 +141,7 @@ class CryptoTradesController(Controller):
         values = RequestValues.of(request.scope)
         years, limit = values.integer(BACKTEST_YEARS), values.integer(BACKTEST_TRADES_LIMIT)
         fill = fill_param(values.text(FILL))
-        try:
-            found = await instrument_served(snapshot, market, symbol, "backtest_trades")
-        except ApiFailure as failure:
-            raise with_fill(failure, fill) from None
+        found = await backtested(snapshot, market, symbol, "backtest_trades", fill)
 
         async def build() -> TradeList:
             found_rows = await queries.backtest_trades(
@@ -144,7 +150,7 @@ class CryptoTradesController(Controller):
             return TradeList(trades=[trade(r) for r in found_rows])
 
         key = ("get-backtest-history", found.symbol, chosen, fill, years, limit)
-        return await serve(request, snapshot, key, build, headers=filled(fill))
+        return await serve(request, snapshot, key, build, headers=FILLED[fill])
 
     @get(
         "/get-backtest-summary/{symbol:str}/{strategy:str}",
@@ -162,10 +168,7 @@ class CryptoTradesController(Controller):
         chosen = strategy_param(strategy)
         values = RequestValues.of(request.scope)
         years, fill = values.integer(BACKTEST_YEARS), fill_param(values.text(FILL))
-        try:
-            found = await instrument_served(snapshot, market, symbol, "backtest_summaries")
-        except ApiFailure as failure:
-            raise with_fill(failure, fill) from None
+        found = await backtested(snapshot, market, symbol, "backtest_summaries", fill)
 
         async def build() -> BacktestSummary:
             row = await queries.backtest_summary(
@@ -180,7 +183,7 @@ class CryptoTradesController(Controller):
             return to_wire(BacktestSummary, {**row, **dates})
 
         key = ("get-backtest-summary", found.symbol, chosen, fill, years)
-        return await serve(request, snapshot, key, build, headers=filled(fill))
+        return await serve(request, snapshot, key, build, headers=FILLED[fill])
 
     @get(
         "/get-current-action/{symbol:str}/{strategy:str}",

@@ -7,7 +7,7 @@ from collections.abc import Collection
 import polars as pl
 
 from pipelines.catalog import CORPORATE_ACTION_KINDS, CORPORATE_ACTION_REJECTS, CORPORATE_ACTIONS
-from pipelines.instruments.validate import SHOWN, SYMBOL_PATTERN
+from pipelines.instruments.validate import SYMBOL_PATTERN, shown
 from pipelines.prices.sources.base import RawActions
 from pipelines.prices.validate import DATE_FORMAT, canonical_symbol
 
@@ -16,12 +16,6 @@ NUMBER_PATTERN = r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$"
 """A ratio or an amount: a plain positive decimal (no sign, exponent, `nan` or `inf`)."""
 NEEDS = {"split": "ratio", "dividend": "amount"}
 """The number each kind carries; every other number of a row must be empty."""
-
-
-def _shown(column: str) -> pl.Expr:
-    value = pl.col(column)
-    cut = value.str.slice(0, SHOWN) + "..."
-    return pl.when(value.str.len_chars() > SHOWN).then(cut).otherwise(value)
 
 
 def _number_reasons(number: str) -> list[pl.Expr]:
@@ -34,7 +28,7 @@ def _number_reasons(number: str) -> list[pl.Expr]:
         pl.when(carried & (text == ""))
         .then(pl.format(f"a {{}} needs its {number}", kind))
         .when(carried & ~text.str.contains(NUMBER_PATTERN))
-        .then(pl.format(f"{number} {{}} is not a plain decimal", _shown(number)))
+        .then(pl.format(f"{number} {{}} is not a plain decimal", shown(number)))
         .when(carried & (value <= 0))
         .then(pl.lit(f"{number} must be above 0"))
         .when(carried & (kind == "split") & (value == 1))
@@ -50,14 +44,14 @@ def _reasons(instruments: pl.Series, market: str) -> list[pl.Expr]:
         pl.when(symbol == "")
         .then(pl.lit("symbol is empty"))
         .when(~symbol.str.contains(SYMBOL_PATTERN))
-        .then(pl.format("symbol {} is not upper-case letters and digits", _shown("symbol")))
+        .then(pl.format("symbol {} is not upper-case letters and digits", shown("symbol")))
         .when(~symbol.is_in(instruments.implode()))
         .then(pl.format(f"unknown symbol {{}} (not in the {market} instrument list)", symbol)),
-        pl.when(pl.col("_date").is_null()).then(pl.format("unparseable date {}", _shown("date"))),
+        pl.when(pl.col("_date").is_null()).then(pl.format("unparseable date {}", shown("date"))),
         pl.when(~kind.is_in(CORPORATE_ACTION_KINDS)).then(
             pl.format(
                 "kind {} is not one of {}",
-                _shown("kind"),
+                shown("kind"),
                 pl.lit(", ".join(CORPORATE_ACTION_KINDS)),
             )
         ),

@@ -17,7 +17,8 @@ SHOWN = 60
 """Characters of a rejected value quoted in its reason (the whole row stays in `record`)."""
 
 
-def _shown(column: str) -> pl.Expr:
+def shown(column: str) -> pl.Expr:
+    """A rejected value as its reason quotes it: its first `SHOWN` characters."""
     value = pl.col(column)
     return (
         pl.when(value.str.len_chars() > SHOWN)
@@ -32,7 +33,7 @@ def _reasons() -> list[pl.Expr]:
         pl.when(symbol.is_null() | (symbol == ""))
         .then(pl.lit("symbol is empty"))
         .when(~symbol.str.contains(SYMBOL_PATTERN))
-        .then(pl.format("symbol {} is not upper-case letters and digits", _shown("symbol"))),
+        .then(pl.format("symbol {} is not upper-case letters and digits", shown("symbol"))),
         pl.when(name.is_null() | (name == ""))
         .then(pl.lit("name is missing"))
         .when(name.str.len_chars() > MAX_NAME_LENGTH)
@@ -40,7 +41,7 @@ def _reasons() -> list[pl.Expr]:
             pl.format(f"name has {{}} characters, at most {MAX_NAME_LENGTH}", name.str.len_chars())
         ),
         pl.when((logo != "") & ~logo.str.to_lowercase().str.contains(LOGO_PATTERN)).then(
-            pl.format("logo {} is not an absolute http or https URL", _shown("logo"))
+            pl.format("logo {} is not an absolute http or https URL", shown("logo"))
         ),
     ]
 

@@ -324,7 +324,7 @@ def stage_days(
     carried = condition.carried_findings(
         stored_rows(tx, PRICE_FINDINGS, market), written, result.removed
     )
-    stored = scan(tx.store.storage, tx.partitions(DAILY_PRICES.name, market).values(), DAILY_PRICES)
+    stored = _stored_closes(tx, market)
     moves = _unexplained_moves(tx, market, stored)
     kept = condition.findings(
         carried,
@@ -333,21 +333,28 @@ def stage_days(
         condition.stale_findings(market, stale, through),
         condition.move_findings(market, moves),
     )
-    bars = stored.group_by("date").agg(bars=pl.len()).collect()
+    bars = stored.group_by("date").agg(bars=pl.len())
     rows = condition.price_days(market, bars, kept, through)
     stage_market_file(tx, PRICE_FINDINGS, market, kept)
     stage_market_file(tx, PRICE_DAYS, market, rows)
     return rows.height, moves.with_columns(market=pl.lit(market))
 
 
-def _unexplained_moves(tx: RunTransaction, market: str, stored: pl.LazyFrame) -> pl.DataFrame:
+def _stored_closes(tx: RunTransaction, market: str) -> pl.DataFrame:
+    """Every stored bar's date and, in a market whose moves are checked, its symbol and close:
+    one read serves both the days' bar counts and the moves."""
+    columns = ("symbol", "date", "close") if market in checks.MOVE_MARKETS else ("date",)
+    files = tx.partitions(DAILY_PRICES.name, market).values()
+    return scan(tx.store.storage, files, DAILY_PRICES).select(columns).collect()
+
+
+def _unexplained_moves(tx: RunTransaction, market: str, stored: pl.DataFrame) -> pl.DataFrame:
     """Every stored bar of a market with corporate actions that moved beyond the limit on a day
     without one (found over the whole history each run: an action reported later explains a
     move of an old day)."""
     if market not in checks.MOVE_MARKETS:
         return pl.DataFrame(schema={"symbol": pl.String, "date": pl.Date, "move": pl.Float64})
-    bars = stored.select("symbol", "date", "close").collect()
-    return checks.unexplained_moves(bars, stored_rows(tx, CORPORATE_ACTIONS, market))
+    return checks.unexplained_moves(stored, stored_rows(tx, CORPORATE_ACTIONS, market))
 
 
 def _request(tx: RunTransaction, market: str, days: RunDays, options: RunOptions) -> Request:

@@ -106,6 +106,15 @@ class FlatBars:
     open: Panel | None = None
     """Opens, which `next_open` fills need (None: close fills only)."""
 
+    def prices_at(self, fill: str) -> Panel:
+        """The market price a fill of `fill` takes on each bar, before slippage: the close, or
+        for `next_open` the open."""
+        if fill != "next_open":
+            return self.close
+        if self.open is None:
+            raise ValueError("next_open fills need the bars' opens")
+        return self.open
+
 
 @dataclass(frozen=True)
 class Trades:
@@ -428,7 +437,8 @@ def _tasks(
     per symbol).
 
     factors: 1 - stop_loss, 1 - trailing_stop, 1 + take_profit (NaN = rule off); costs: initial
-    cash, fee, slippage; at_open: next-open fills (`open_` is read only then). Every formula keeps the numpy engine's operation order (bit-identical).
+    cash, fee, slippage; at_open: next-open fills (`open_` is read only then). Every formula keeps
+    the numpy engine's operation order (bit-identical).
     """
     with_equity = equity.size > 0
     for k in numba.prange(task_column.size):
@@ -550,16 +560,14 @@ def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask, Rows]:
 
 
 def _bar_inputs(
-    bars: FlatBars, entry: Mask, exit_signal: Mask, at_open: bool
+    bars: FlatBars, entry: Mask, exit_signal: Mask, fill: str
 ) -> tuple[Panel, Panel, Panel, Panel, Mask, Mask, Rows, Rows, bool]:
-    """What the kernel reads of the bars: open, close, high, low, the signals, offsets, lengths
-    and the fill, each array as `kernel_input` (one array type per argument, so one compiled
-    specialization)."""
-    if at_open and bars.open is None:
-        raise ValueError("next_open fills need the bars' opens")
-    opens = bars.open if at_open and bars.open is not None else bars.close
+    """What the kernel reads of the bars: the fill's prices (the closes again for close fills,
+    which the kernel then does not read), close, high, low, the signals, offsets, lengths and
+    whether fills are at the open, each array as `kernel_input` (one array type per argument,
+    so one compiled specialization)."""
     return (
-        kernel_input(opens, np.float64),
+        kernel_input(bars.prices_at(fill), np.float64),
         kernel_input(bars.close, np.float64),
         kernel_input(bars.high, np.float64),
         kernel_input(bars.low, np.float64),
@@ -567,7 +575,7 @@ def _bar_inputs(
         kernel_input(exit_signal, np.bool_),
         kernel_input(bars.offset, np.int64),
         kernel_input(bars.length, np.int64),
-        at_open,
+        fill == "next_open",
     )
 
 
@@ -715,7 +723,7 @@ def _run(
     previous = numba.set_parallel_chunksize(_CHUNK)
     try:
         _tasks(
-            *_bar_inputs(bars, entry, exit_signal, fill == "next_open"),
+            *_bar_inputs(bars, entry, exit_signal, fill),
             kernel_input(task_column, np.int64),
             kernel_input(task_start, np.int64),
             _records(state),

@@ -38,7 +38,7 @@ from pipelines.simulator import metrics, scoring
 from pipelines.simulator.backtests import MAX_YEARS
 from pipelines.simulator.engine import ENTRY, Carried, Costs, FlatBars, Runs, resume_tasks
 from pipelines.simulator.strategies import BY_NAME
-from pipelines.simulator.trades import REASONS, market_prices, money
+from pipelines.simulator.trades import REASONS, last_prices, money
 
 TRADE_FIGURES = [
     "total_trades",
@@ -356,13 +356,13 @@ def _trade_rows(
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
     days = new_bars["date"]
     before = open_trades[t.task]
-    at = market_prices(bars, fill)
-    marked_row = bars.offset[col] + mark_row
-    last_price = np.where(closed, at[marked_row], bars.close[marked_row])
+    last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row)
     entry_price = np.where(carried_in, before["entry_price"].to_numpy(), t.entry_price)
     entry_fee = np.where(carried_in, before["fees"].to_numpy(), t.entry_fee)
     start_price = np.where(
-        carried_in, before["start_price"].to_numpy(), at[bars.offset[col] + entry_row]
+        carried_in,
+        before["start_price"].to_numpy(),
+        bars.prices_at(fill)[bars.offset[col] + entry_row],
     )
     fees, profit, percent = money(
         closed, t.units, entry_price, entry_fee, t.exit_price, t.exit_fee, last_price

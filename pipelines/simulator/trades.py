@@ -32,12 +32,13 @@ def money(
     return fees, profit, 100.0 * profit / spent
 
 
-def market_prices(bars: FlatBars, fill: str) -> NDArray[np.float64]:
-    """The market price of a fill on each bar, before slippage: its close or, for `next_open`
-    fills, its open."""
-    if fill == "next_open" and bars.open is not None:
-        return bars.open
-    return bars.close
+def last_prices(
+    bars: FlatBars, fill: str, closed: NDArray[np.bool_], marked: Rows
+) -> NDArray[np.float64]:
+    """Each trade's `last_price` at its bar `marked` (a position in `bars`): a closed trade's
+    exit at the fill's market price (`FlatBars.prices_at`), an open one the close."""
+    exits: NDArray[np.float64] = np.where(closed, bars.prices_at(fill)[marked], bars.close[marked])
+    return exits
 
 
 def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl.DataFrame:
@@ -45,15 +46,13 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl
     open), `mark_row` (the exit bar, or the symbol's last bar while open), `closed` and the numbers.
 
     Rows count from the symbol's first bar. A closed trade's `last_price` is its exit's market
-    price (`market_prices`); an open trade is marked at its symbol's last close.
+    price (`last_prices`); an open trade is marked at its symbol's last close.
     """
     t = runs.trades
     col = task_column[t.task]
     closed = t.exit_row >= 0
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
-    at = market_prices(bars, fill)
-    marked = bars.offset[col] + mark_row
-    last_price = np.where(closed, at[marked], bars.close[marked])
+    last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row)
     fees, profit, percent = money(
         closed, t.units, t.entry_price, t.entry_fee, t.exit_price, t.exit_fee, last_price
     )
@@ -65,7 +64,7 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl
             "mark_row": mark_row,
             "closed": closed,
             "exit_reason": REASONS.gather(t.reason),
-            "start_price": at[bars.offset[col] + t.entry_row],
+            "start_price": bars.prices_at(fill)[bars.offset[col] + t.entry_row],
             "entry_price": t.entry_price,
             "exit_price": pl.Series(t.exit_price, nan_to_null=True),
             "last_price": last_price,

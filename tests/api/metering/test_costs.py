@@ -30,6 +30,7 @@ FIXED = {
     "list-symbols": 1,
     "search-instruments": 2,
     "get-detail": 5,
+    "get-corporate-actions": 2,
     "scorecard": 10,
     "get-market-summary": 3,
     "get-article": 3,

@@ -390,6 +390,8 @@ def test_an_instrument_without_actions_answers_an_empty_list(full: Client) -> No
     [
         (f"{C}/reference/get-corporate-actions/NOPE", 404, "NOPE"),
         (f"{C}/reference/get-corporate-actions/BTC?from=2023-13-01", 422, "'from'"),
+        (f"{C}/reference/get-corporate-actions/BTC?to=", 422, "'to'"),
+        (f"{C}/reference/get-corporate-actions/BTC?from=20230301", 422, "'from'"),
         (f"{C}/reference/get-corporate-actions/BTC?from=2024-01-02&to=2024-01-01", 422, "'from'"),
         (f"{C}/reference/get-corporate-actions/BTC?since=2024-01-01", 422, "since"),
     ],
