@@ -29,6 +29,7 @@ from pipelines.catalog.newsroom import (
 )
 from pipelines.catalog.quality import NEWS_DAYS, PRICE_DAYS
 from pipelines.catalog.raw import (
+    ADJUSTMENTS,
     CORPORATE_ACTION_KINDS,
     CORPORATE_ACTION_REJECTS,
     CORPORATE_ACTIONS,
@@ -36,6 +37,7 @@ from pipelines.catalog.raw import (
     INSTRUMENT_REJECTS,
     INSTRUMENTS,
     NEWS_REJECTS,
+    PRICE_ADJUSTMENTS,
     PRICE_REJECTS,
     RAW_NEWS,
 )
@@ -72,6 +74,7 @@ TABLES: dict[str, Table] = {
 """Every warehouse table by name; the DuckDB views and the docs are generated from this."""
 
 __all__ = [
+    "ADJUSTMENTS",
     "BACKTEST_SUMMARIES",
     "BACKTEST_TRADES",
     "BRIEFS",
@@ -93,6 +96,7 @@ __all__ = [
     "NEWS_DAYS",
     "NEWS_REJECTS",
     "PERIOD_COUNT",
+    "PRICE_ADJUSTMENTS",
     "PRICE_DAYS",
     "PRICE_REJECTS",
     "RAW_NEWS",

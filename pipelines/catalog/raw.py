@@ -105,6 +105,50 @@ CORPORATE_ACTIONS = Table(
     key=("market", "symbol", "date", "kind"),
 )
 
+ADJUSTMENTS: tuple[str, ...] = ("split", "all", "raw")
+"""How a price series is adjusted for corporate actions (decisions.md, Corporate actions): `split`
+(the default: split-adjusted prices and volume, what the analytics read), `all` (splits and
+dividends: a total-return series) or `raw` (as traded)."""
+
+PRICE_ADJUSTMENTS = Table(
+    name="price_adjustments",
+    description=(
+        "Adjustment factors of each symbol's bars, one row per day with a split or an ex-dividend "
+        "date among its bars: the bars dated from `bars_from` to the day before `date` are adjusted "
+        "by the row; a bar on or after the symbol's last row's date is as traded. Derived backward "
+        "from the latest bar, so the latest close is the traded close."
+    ),
+    columns=(
+        Column("market", pl.String(), "market of the instrument"),
+        Column("symbol", pl.String(), "canonical upper-case symbol"),
+        Column("date", pl.Date(), "a split's first bar at the new share count or an ex-date"),
+        Column(
+            "bars_from",
+            pl.Date(),
+            "the first bar the row adjusts: the symbol's previous row's date, or its first bar",
+        ),
+        Column(
+            "split_ratio",
+            pl.Float64(),
+            "product of the ratios of the splits on this day and every later one: an earlier "
+            "bar's prices are divided by it and its volume multiplied by it",
+        ),
+        Column(
+            "dividend_factor",
+            pl.Float64(),
+            "product of 1 - amount / previous close of the dividends on this day and every later "
+            "one: the total-return series (`all`) multiplies the split-adjusted prices by it",
+        ),
+        Column(
+            "dividend",
+            pl.Float64(),
+            "cash of this day's dividend per share of the split-adjusted series (0 without one): "
+            "what a backtest credits a trade open over the ex-date, per unit held",
+        ),
+    ),
+    key=("market", "symbol", "date"),
+)
+
 INSTRUMENT_REJECTS = rejects_table("instrument_rejects", "Instrument rows")
 CORPORATE_ACTION_REJECTS = rejects_table("corporate_action_rejects", "Corporate action rows")
 PRICE_REJECTS = rejects_table("price_rejects", "Price rows")
@@ -115,6 +159,7 @@ TABLES: tuple[Table, ...] = (
     INSTRUMENTS,
     DAILY_PRICES,
     CORPORATE_ACTIONS,
+    PRICE_ADJUSTMENTS,
     RAW_NEWS,
     INSTRUMENT_REJECTS,
     CORPORATE_ACTION_REJECTS,

@@ -10,13 +10,21 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.catalog import DAILY_PRICES, PartitionFile, Table
+from pipelines.catalog import (
+    CORPORATE_ACTIONS,
+    DAILY_PRICES,
+    PRICE_ADJUSTMENTS,
+    PartitionFile,
+    Table,
+)
+from pipelines.catalog.adjustments import adjusted
 from pipelines.catalog.state import PRICE_STATE
+from pipelines.incremental.actions import actions_digest, with_actions
 from pipelines.incremental.modes import MODES, STATE_COLUMNS, UNCHANGED, symbol_modes
 from pipelines.platform.check_rows import SHOWN_ROWS
 from pipelines.warehouse.shards import Shard
 from pipelines.warehouse.staging import RunTransaction
-from pipelines.warehouse.tables import by_shard, read_symbols, scan
+from pipelines.warehouse.tables import by_shard, read_symbols, scan, stored_rows
 
 Files = dict[str, PartitionFile]
 
@@ -31,11 +39,14 @@ class ShardWork:
     modes: pl.DataFrame
     """symbol, mode, and for `append` the state's last_date and bars (the new bars come after)."""
     prices: pl.DataFrame
-    """price_state rows of the shard's listed symbols."""
+    """price_state rows of the shard's listed symbols, each `history_id` naming the symbol's
+    corporate actions too (`with_actions`): the id a domain's state records."""
     state: pl.DataFrame
     """The domain's stored state rows of the shard (empty when its layout changed)."""
     stored: Mapping[str, Files]
     """The shard's stored files of every table the domain writes, by table name."""
+    factors: pl.DataFrame = field(default_factory=PRICE_ADJUSTMENTS.empty)
+    """The market's `price_adjustments` rows: every series a domain reads is split-adjusted."""
 
     def symbols(self, *modes: str) -> list[str]:
         return self.modes.filter(pl.col("mode").is_in(list(modes)))["symbol"].to_list()
@@ -45,13 +56,21 @@ class ShardWork:
         symbols: Sequence[str],
         since: Mapping[str, date] | None = None,
         columns: Sequence[str] | None = None,
+        *,
+        dividends: bool = False,
     ) -> pl.DataFrame:
-        """Stored bars of `symbols` (this run's, when it wrote prices), sorted by symbol and date;
-        with `since`, each symbol's bars from its day on (a symbol not in `since`: all); with
-        `columns`, only those besides symbol and date."""
+        """Stored bars of `symbols` (this run's, when it wrote prices), split-adjusted (decisions.md,
+        Corporate actions), sorted by symbol and date; with `since`, each symbol's bars from its
+        day on (a symbol not in `since`: all); with `columns`, only those besides symbol and date;
+        with `dividends`, each bar's `dividend` per unit of the adjusted series too."""
         prices = by_shard(self.tx.partitions(DAILY_PRICES.name, self.shard.market))
         files = prices.get(self.shard, {})
-        return read_symbols(self.tx.store.storage, DAILY_PRICES, files, symbols, since, columns)
+        bars = read_symbols(self.tx.store.storage, DAILY_PRICES, files, symbols, since, columns)
+        return self.adjusted(bars, dividends=dividends)
+
+    def adjusted(self, bars: pl.DataFrame, *, dividends: bool = False) -> pl.DataFrame:
+        """Stored bars read otherwise (symbol, date and any prices), split-adjusted as `bars` are."""
+        return adjusted(bars, self.factors, "split", dividends=dividends)
 
     def stored_rows(
         self, table: Table, symbols: Sequence[str], since: Mapping[str, date] | None = None
@@ -196,7 +215,12 @@ def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = Fal
     market = shard.market
     prices = by_shard(tx.partitions(PRICE_STATE.name, market)).get(shard, {})
     own = {t.name: by_shard(tx.partitions(t.name, market)).get(shard, {}) for t in domain.tables}
-    price_state = scan(tx.store.storage, prices.values(), PRICE_STATE).collect()
+    factors = stored_rows(tx, PRICE_ADJUSTMENTS, market)
+    delistings = stored_rows(tx, CORPORATE_ACTIONS, market).filter(pl.col("kind") == "delisting")
+    price_state = with_actions(
+        scan(tx.store.storage, prices.values(), PRICE_STATE).collect(),
+        actions_digest(factors, delistings),
+    )
     stored_state = scan(tx.store.storage, own[domain.state.name].values(), domain.state)
     # The modes need a few columns; the whole state (24 KB a symbol for the indicators) is read
     # only for a shard with work: a day with no bar for a market (a weekend's stocks) skips it.
@@ -206,7 +230,7 @@ def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = Fal
     if not domain.every_shard and modes.filter(pl.col("mode") != UNCHANGED).is_empty():
         return ShardOutcome(shard, own, counts, kept=True)
     state = stored_state.collect()
-    written = domain.update(ShardWork(tx, shard, modes, price_state, state, own))
+    written = domain.update(ShardWork(tx, shard, modes, price_state, state, own, factors))
     found: dict[tuple[str, str], int] = {}
     offending: dict[tuple[str, str], pl.DataFrame] = {}
     for key, check in domain.checks.items():

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.catalog import DAILY_PRICES, INDICATOR_SNAPSHOTS
+from pipelines.catalog import DAILY_PRICES, INDICATOR_SNAPSHOTS, PRICE_ADJUSTMENTS
 from pipelines.incremental.assets import domain_asset
 from pipelines.indicators.checks import CHECKS
 from pipelines.indicators.update import INDICATORS
@@ -14,7 +14,7 @@ def build_indicator_snapshots() -> dg.AssetsDefinition:
         INDICATORS,
         name=INDICATOR_SNAPSHOTS.name,
         outputs=[INDICATOR_SNAPSHOTS],
-        deps=[DAILY_PRICES.name],
+        deps=[DAILY_PRICES.name, PRICE_ADJUSTMENTS.name],
         group="analytics",
         checks={(INDICATOR_SNAPSHOTS.name, name): text for name, (text, _) in CHECKS.items()},
     )

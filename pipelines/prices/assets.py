@@ -12,6 +12,7 @@ from pipelines.catalog import (
     CORPORATE_ACTIONS,
     DAILY_PRICES,
     INSTRUMENTS,
+    PRICE_ADJUSTMENTS,
     PRICE_DAYS,
     PRICE_REJECTS,
 )
@@ -21,6 +22,7 @@ from pipelines.platform.check_rows import markdown
 from pipelines.platform.daily import in_daily_job
 from pipelines.platform.runs import RunDays, RunOptions, run_days, step_name
 from pipelines.prices import checks, condition
+from pipelines.prices.adjustments import ADJUSTING, UNPRICED, adjustment_factors
 from pipelines.prices.sources.config import SourceRegistry
 from pipelines.prices.update import MarketPrices, Request, update_market
 from pipelines.warehouse.metadata import row_counts
@@ -39,6 +41,7 @@ PRICE_CHECKS = {
     "no_missing_trading_days": "No calendar day (crypto) or weekday (others) missing inside a series; warns, since holidays exist.",
     "fresh": "Every listed symbol has a stored bar, its newest within its market's freshness budget of the run's day.",
     "moves_explained": "A stock's close moves more than 40% from the previous close only on a day with a corporate action; warns.",
+    "dividends_priced": "Every dividend among a symbol's bars is less than the close before its ex-date (else it adjusts nothing); warns.",
 }
 
 
@@ -252,6 +255,11 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 ),
                 dg.AssetSpec(PRICE_REJECTS.name, description=PRICE_REJECTS.description),
                 dg.AssetSpec(PRICE_DAYS.name, description=PRICE_DAYS.description),
+                dg.AssetSpec(
+                    PRICE_ADJUSTMENTS.name,
+                    description=PRICE_ADJUSTMENTS.description,
+                    deps=[CORPORATE_ACTIONS.name],
+                ),
             ],
             check_specs=specs,
             group_name="raw",
@@ -293,14 +301,23 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 stage_days(tx, r, found, before[r.market], stale[r.market], days.through)
                 for r in results
             ]
-            day_rows = sum(rows for rows, _ in staged)
+            day_rows = sum(s.days for s in staged)
             yield dg.MaterializeResult(
                 asset_key=PRICE_DAYS.name, metadata=row_counts(tx, PRICE_DAYS.name, day_rows)
             )
+            factor_rows = sum(s.adjustments for s in staged)
+            yield dg.MaterializeResult(
+                asset_key=PRICE_ADJUSTMENTS.name,
+                metadata=row_counts(tx, PRICE_ADJUSTMENTS.name, factor_rows),
+            )
             yield from row_check_results(found)
-            moves = pl.concat([m for _, m in staged], how="vertical_relaxed")
+            moves = pl.concat([s.moves for s in staged], how="vertical_relaxed")
             yield check_result(
                 "moves_explained", DAILY_PRICES.name, moves, dg.AssetCheckSeverity.WARN
+            )
+            unpriced = pl.concat([s.unpriced for s in staged], how="vertical_relaxed")
+            yield check_result(
+                "dividends_priced", DAILY_PRICES.name, unpriced, dg.AssetCheckSeverity.WARN
             )
             yield freshness_result(states, stale, days.through, budgets)
             yield rejects_result("price_rejects", rejects)
@@ -310,6 +327,17 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
     return in_daily_job(build())
 
 
+@dataclass(frozen=True)
+class StagedDays:
+    """What staging one market's derived tables found: rows of `price_days` and
+    `price_adjustments`, the unexplained moves and the dividends that could not be priced."""
+
+    days: int
+    adjustments: int
+    moves: pl.DataFrame
+    unpriced: pl.DataFrame
+
+
 def stage_days(
     tx: RunTransaction,
     result: MarketPrices,
@@ -317,15 +345,17 @@ def stage_days(
     before: pl.DataFrame,
     stale: pl.DataFrame,
     through: date,
-) -> tuple[int, pl.DataFrame]:
-    """Stage one market's `price_findings` and `price_days` after its bars: the days' rows, and
-    the market's unexplained moves (market, symbol, date, move)."""
+) -> StagedDays:
+    """Stage one market's `price_findings`, `price_days` and `price_adjustments` after its bars."""
     market, written = result.market, found.written_from(result.market)
     carried = condition.carried_findings(
         stored_rows(tx, PRICE_FINDINGS, market), written, result.removed
     )
-    stored = _stored_closes(tx, market)
-    moves = _unexplained_moves(tx, market, stored)
+    actions = stored_rows(tx, CORPORATE_ACTIONS, market)
+    stored = _stored_closes(tx, market, actions)
+    moves = _unexplained_moves(market, stored, actions)
+    factors, unpriced = _adjustment_factors(stored, actions)
+    stage_market_file(tx, PRICE_ADJUSTMENTS, market, factors)
     kept = condition.findings(
         carried,
         found.findings(market),
@@ -337,24 +367,40 @@ def stage_days(
     rows = condition.price_days(market, bars, kept, through)
     stage_market_file(tx, PRICE_FINDINGS, market, kept)
     stage_market_file(tx, PRICE_DAYS, market, rows)
-    return rows.height, moves.with_columns(market=pl.lit(market))
+    return StagedDays(
+        rows.height, factors.height, moves.with_columns(market=pl.lit(market)), unpriced
+    )
 
 
-def _stored_closes(tx: RunTransaction, market: str) -> pl.DataFrame:
-    """Every stored bar's date and, in a market whose moves are checked, its symbol and close:
-    one read serves both the days' bar counts and the moves."""
-    columns = ("symbol", "date", "close") if market in checks.MOVE_MARKETS else ("date",)
+def _stored_closes(tx: RunTransaction, market: str, actions: pl.DataFrame) -> pl.DataFrame:
+    """Every stored bar's date and, in a market whose moves are checked or that has a split or a
+    dividend, its symbol and close: one read serves the days' bar counts, the moves and the
+    adjustment factors."""
+    closes = market in checks.MOVE_MARKETS or actions["kind"].is_in(ADJUSTING).any()
+    columns = ("symbol", "date", "close") if closes else ("date",)
     files = tx.partitions(DAILY_PRICES.name, market).values()
     return scan(tx.store.storage, files, DAILY_PRICES).select(columns).collect()
 
 
-def _unexplained_moves(tx: RunTransaction, market: str, stored: pl.DataFrame) -> pl.DataFrame:
+def _unexplained_moves(market: str, stored: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
     """Every stored bar of a market with corporate actions that moved beyond the limit on a day
     without one (found over the whole history each run: an action reported later explains a
     move of an old day)."""
     if market not in checks.MOVE_MARKETS:
         return pl.DataFrame(schema={"symbol": pl.String, "date": pl.Date, "move": pl.Float64})
-    return checks.unexplained_moves(stored, stored_rows(tx, CORPORATE_ACTIONS, market))
+    return checks.unexplained_moves(stored, actions)
+
+
+def _adjustment_factors(
+    stored: pl.DataFrame, actions: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The market's `price_adjustments` rows and its unpriced dividends, from every stored bar
+    (an action or a revised bar of any day changes them)."""
+    adjusting = actions.filter(pl.col("kind").is_in(ADJUSTING))
+    if adjusting.is_empty():
+        return PRICE_ADJUSTMENTS.empty(), pl.DataFrame(schema=UNPRICED)
+    wanted = pl.Series(adjusting["symbol"].unique().to_list(), dtype=pl.String).implode()
+    return adjustment_factors(adjusting, stored.filter(pl.col("symbol").is_in(wanted)))
 
 
 def _request(tx: RunTransaction, market: str, days: RunDays, options: RunOptions) -> Request:

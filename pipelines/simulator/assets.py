@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, TREND_SEGMENTS
+from pipelines.catalog import DAILY_PRICES, INSTRUMENTS, PRICE_ADJUSTMENTS, TREND_SEGMENTS
 from pipelines.catalog import trades as catalog
 from pipelines.incremental.assets import domain_asset
 from pipelines.platform.runs import RunOptions
@@ -17,7 +17,7 @@ def build_trade_simulator(config: SimulatorConfig) -> dg.AssetsDefinition:
         simulator_domain(config),
         name="trade_simulator",
         outputs=list(catalog.TABLES),
-        deps=[DAILY_PRICES.name, INSTRUMENTS.name, TREND_SEGMENTS.name],
+        deps=[DAILY_PRICES.name, PRICE_ADJUSTMENTS.name, INSTRUMENTS.name, TREND_SEGMENTS.name],
         group="simulator",
         checks={key: text for key, (text, _) in CHECKS.items()},
     )

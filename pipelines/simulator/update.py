@@ -281,8 +281,9 @@ def _carried_windows(work: ShardWork, appended: list[str], stored: resume.Stored
         .select("symbol", "date", "close")
         .filter(pl.col("symbol").is_in(symbols) & resume.day_filter(candidates))
         .collect()
+        .sort("symbol", "date")
     )
-    return resume.start_bars(candidates, near)
+    return resume.start_bars(candidates, work.adjusted(near))
 
 
 def _in_market(frame: pl.DataFrame, work: ShardWork) -> pl.DataFrame:

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.catalog import DAILY_PRICES, TREND_HISTORY, TREND_SEGMENTS
+from pipelines.catalog import DAILY_PRICES, PRICE_ADJUSTMENTS, TREND_HISTORY, TREND_SEGMENTS
 from pipelines.incremental.assets import domain_asset
 from pipelines.trends.update import CHECKS, TRENDS
 
@@ -13,7 +13,7 @@ def build_trends() -> dg.AssetsDefinition:
         TRENDS,
         name="trends",
         outputs=[TREND_HISTORY, TREND_SEGMENTS],
-        deps=[DAILY_PRICES.name],
+        deps=[DAILY_PRICES.name, PRICE_ADJUSTMENTS.name],
         group="analytics",
         checks={key: text for key, (text, _) in CHECKS.items()},
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from pipelines.catalog import TABLES, Manifest, Table
+from pipelines.catalog.adjustments import adjusted_views_sql
 from pipelines.catalog.sql import quote_identifier, quote_literal, view_over, view_sql
 from pipelines.platform.retries import RetryableError, RetryPolicy, call
 
@@ -53,6 +54,8 @@ def apply_object_views(
         con.execute(view_over(table, source))
         for statement in comment_sql(table):
             con.execute(statement)
+    for statement in adjusted_views_sql():
+        con.execute(statement)
     version = manifest.version if manifest else 0
     con.execute(
         f"CREATE OR REPLACE VIEW {META_VIEW} AS SELECT CAST({version} AS BIGINT) AS version, "
@@ -76,6 +79,8 @@ def apply_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: Manifest |
         con.execute(view_sql(table, [str(f) for f in files]))
         for statement in comment_sql(table):
             con.execute(statement)
+    for statement in adjusted_views_sql():
+        con.execute(statement)
     version = manifest.version if manifest else 0
     con.execute(
         f"CREATE OR REPLACE VIEW {META_VIEW} AS SELECT CAST({version} AS BIGINT) AS version, "

@@ -44,6 +44,7 @@ EXPECTED_ASSETS = {
     "news_days",
     "news_publish",
     "news_rejects",
+    "price_adjustments",
     "price_days",
     "price_rejects",
     "raw_news",

@@ -6,8 +6,14 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from pipelines.catalog import CORPORATE_ACTION_REJECTS, CORPORATE_ACTIONS, PRICE_DAYS
+from pipelines.catalog import (
+    CORPORATE_ACTION_REJECTS,
+    CORPORATE_ACTIONS,
+    PRICE_ADJUSTMENTS,
+    PRICE_DAYS,
+)
 from pipelines.corporate_actions.assets import build_corporate_actions
 from pipelines.instruments.assets import build_instruments
 from pipelines.prices.assets import build_daily_prices
@@ -101,3 +107,30 @@ def test_an_action_reported_later_explains_the_move_on_the_next_run(tmp_path: Pa
     assert checks(result)["daily_prices.moves_explained"].passed
     days = warehouse.read(PRICE_DAYS, ["stocks"])["warnings"].to_list()
     assert not any("daily_prices.moves_explained" in w for w in days)
+
+
+def test_the_run_derives_the_adjustment_factors_from_the_actions_and_the_bars(
+    tmp_path: Path,
+) -> None:
+    """AAPL's 4-for-1 split adjusts its first two bars; MSFT's 0.2 on a close of 20 is a factor
+    of 0.99 on its first bar; the unknown symbol's row went to the rejects and adjusts nothing."""
+    result, warehouse = run(tmp_path, ACTIONS)
+    factors = warehouse.read(PRICE_ADJUSTMENTS, ["stocks"])
+    assert factors.select(
+        "symbol", "date", "bars_from", "split_ratio", "dividend_factor", "dividend"
+    ).rows() == [
+        ("AAPL", date(2024, 1, 3), date(2024, 1, 1), 4.0, 1.0, 0.0),
+        ("MSFT", date(2024, 1, 2), date(2024, 1, 1), 1.0, pytest.approx(0.99), 0.2),
+    ]
+    assert checks(result)["daily_prices.dividends_priced"].passed
+
+
+def test_a_dividend_above_the_close_before_it_warns_and_adjusts_nothing(tmp_path: Path) -> None:
+    result, warehouse = run(
+        tmp_path, "symbol,date,kind,ratio,amount,reason\nMSFT,2024-01-03,dividend,,25,\n"
+    )
+    priced = checks(result)["daily_prices.dividends_priced"]
+    assert not priced.passed
+    assert priced.severity == dg.AssetCheckSeverity.WARN
+    factors = warehouse.read(PRICE_ADJUSTMENTS, ["stocks"])
+    assert factors.select("dividend_factor", "dividend").rows() == [(1.0, 0.0)]

@@ -127,6 +127,7 @@ def test_materialize_writes_conforming_outputs_and_passing_checks(
         "no_missing_trading_days": True,
         "fresh": True,
         "moves_explained": True,
+        "dividends_priced": True,
     }
 
 
@@ -250,8 +251,14 @@ def test_definitions_expose_the_raw_assets_checks_and_resource(
     defs = raw_defs(clean_stocks)
     graph = graph_of(defs, clean_stocks)
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"instruments", "instrument_rejects", "daily_prices", "price_rejects"} <= keys
-    assert len(graph.asset_check_keys) == 10
+    assert {
+        "instruments",
+        "instrument_rejects",
+        "daily_prices",
+        "price_rejects",
+        "price_adjustments",
+    } <= keys
+    assert len(graph.asset_check_keys) == 11
     assert "price_sources" in (defs.resources or {})
 
 
