@@ -22,12 +22,14 @@ from pipelines.catalog import (
     CORPORATE_ACTIONS,
     DAILY_PRICES,
     INDICATOR_SNAPSHOTS,
+    PRICE_ADJUSTMENTS,
     SENTIMENT_DAILY,
     TREND_HISTORY,
     TREND_SEGMENTS,
     Column,
     Table,
 )
+from pipelines.catalog.adjustments import adjusted
 from pipelines.catalog.sql import quote_identifier
 
 BATCH_BYTES = 1 << 20
@@ -51,12 +53,14 @@ class Dataset:
     date_column: str = "date"
     symbols_column: str = "symbol"
     """`symbol`, or briefs' `symbols` list (a brief matches when it names any of them)."""
+    adjustable: bool = False
+    """Bars that the `adjustment` parameter adjusts for corporate actions (daily prices)."""
 
 
 DATASETS: dict[str, Dataset] = {
     dataset.name: dataset
     for dataset in (
-        Dataset("daily-prices", DAILY_PRICES),
+        Dataset("daily-prices", DAILY_PRICES, adjustable=True),
         Dataset("indicator-snapshots", INDICATOR_SNAPSHOTS),
         Dataset("trend-history", TREND_HISTORY),
         Dataset("trend-segments", TREND_SEGMENTS, date_column="started_on"),
@@ -122,6 +126,8 @@ class Selection:
     start: date | None = None
     end: date | None = None
     symbols: tuple[str, ...] = ()
+    adjustment: str = "raw"
+    """An adjustable dataset's `adjustment` (`split`, `all` or `raw`); `raw` for the others."""
 
     def where(self, dataset: Dataset) -> tuple[str, list[object]]:
         """The WHERE clause over `dataset`'s table and its parameters."""
@@ -161,7 +167,8 @@ def export_sql(dataset: Dataset, selection: Selection, fmt: Format) -> tuple[str
     """Every catalog column of the table, in the catalog's order and types, for `selection`.
 
     No ORDER BY: rows come in the warehouse's stored order (each file sorted by the table's key),
-    so DuckDB streams them without a sort holding the whole result.
+    so DuckDB streams them without a sort holding the whole result. Adjusted bars are read as
+    traded and adjusted batch by batch (`_adjusting`): a join in the SQL would give up that order.
     """
     columns = ", ".join(_select(column, fmt) for column in dataset.table.columns)
     where, params = selection.where(dataset)
@@ -244,13 +251,38 @@ def encoded(
     """
     sql, params = export_sql(dataset, selection, fmt)
     batches = snapshot.record_batches(sql, params, batch_rows=rows or batch_rows(dataset.table))
+    adjust = _adjusting(snapshot, dataset, selection)
     sink = _Chunks()
     writer = fmt.writer(sink, batches.schema)
     for batch in batches:
-        writer.write_batch(batch)
+        writer.write_batch(adjust(batch))
         yield from _pieces(sink.take())
     writer.close()
     yield from _pieces(sink.take()) or [b""]
+
+
+def _adjusting(
+    snapshot: WarehouseSnapshot, dataset: Dataset, selection: Selection
+) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """What each batch of the export goes through: for adjusted bars, `adjusted` with the market's
+    adjustment rows (read once: a few per symbol), the very numbers of `adjusted_bars_sql`;
+    otherwise nothing."""
+    if not dataset.adjustable or selection.adjustment == "raw":
+        return lambda batch: batch
+    sql = f"SELECT * FROM {quote_identifier(PRICE_ADJUSTMENTS.name)} WHERE market = ?"
+    factors = snapshot.query(sql, [selection.market])
+    if factors.is_empty():
+        return lambda batch: batch
+
+    def adjust(batch: pa.RecordBatch) -> pa.RecordBatch:
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        table = adjusted(frame, factors, selection.adjustment).to_arrow()
+        return (
+            table.cast(batch.schema).combine_chunks().to_batches()[0] if table.num_rows else batch
+        )
+
+    return adjust
 
 
 def _pieces(chunk: bytes) -> list[bytes]:

@@ -12,7 +12,7 @@ from litestar.openapi.spec import OpenAPIType
 from litestar.params import ParameterKwarg, PathParameter
 
 from api.errors import BadRequest, InvalidParameter, MarketNotLive, NotFound
-from pipelines.catalog import FILLS, FIRST_PERIOD, LAST_PERIOD, MARKETS, STRATEGIES
+from pipelines.catalog import ADJUSTMENTS, FILLS, FIRST_PERIOD, LAST_PERIOD, MARKETS, STRATEGIES
 
 
 def resolve_market(segment: str, live_markets: Sequence[str]) -> str:
@@ -335,6 +335,14 @@ FILL = Text(
     default="close",
     schema_extra={"enum": list(FILLS)},
 )
+ADJUSTMENT = Text(
+    "adjustment",
+    "split: each price divided by the split ratios after its bar and the volume multiplied by "
+    "them (what the analytics are computed on); all: splits and dividends (a total-return "
+    "series); raw: as traded; the latest bar is as traded under each; any other value answers 422",
+    default="split",
+    schema_extra={"enum": list(ADJUSTMENTS)},
+)
 ACTIONS_FROM = Text(
     "from",
     "the first day listed, YYYY-MM-DD; default: the instrument's first action",
@@ -406,13 +414,23 @@ def keyword_list(keywords: str | None) -> list[str]:
     return words
 
 
-def fill_param(value: str | None) -> str:
-    """A backtest's fill, as written (`FILL`); 422 naming the parameter otherwise."""
-    if value not in FILLS:
+def one_of(name: str, value: str | None, choices: Sequence[str]) -> str:
+    """`value` when it is one of `choices`, as written; 422 naming the parameter otherwise."""
+    if value is None or value not in choices:
         raise InvalidParameter(
-            "fill", f"expected one of {', '.join(FILLS)}, got {shown(value or '')}"
+            name, f"expected one of {', '.join(choices)}, got {shown(value or '')}"
         )
     return value
+
+
+def fill_param(value: str | None) -> str:
+    """A backtest's fill (`FILL`)."""
+    return one_of("fill", value, FILLS)
+
+
+def adjustment_param(value: str | None) -> str:
+    """A price series' adjustment (`ADJUSTMENT`)."""
+    return one_of("adjustment", value, ADJUSTMENTS)
 
 
 def strategy_param(value: str) -> str:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from api.queries import Row, first, rows
 from api.warehouse import WarehouseSnapshot
+from pipelines.catalog.adjustments import adjusted_bars_sql
 
 
-def price_sql(start: int | None, end: int | None, limit: int | None) -> str:
-    """Range first (inclusive), then the most recent `limit` points of it, newest first."""
-    where = ["market = ?", "symbol = ?"]
-    where += ["timestamp >= ?"] * (start is not None) + ["timestamp <= ?"] * (end is not None)
-    sql = f"SELECT timestamp, date, close AS price, volume FROM daily_prices WHERE {' AND '.join(where)}"
+def price_sql(adjustment: str, start: int | None, end: int | None, limit: int | None) -> str:
+    """Range first (inclusive), then the most recent `limit` points of it, newest first, of the
+    series adjusted as `adjustment` says (decisions.md, Corporate actions)."""
+    where = ["p.market = ?", "p.symbol = ?"]
+    where += ["p.timestamp >= ?"] * (start is not None) + ["p.timestamp <= ?"] * (end is not None)
+    bars = adjusted_bars_sql(adjustment, " AND ".join(where))
+    sql = f"SELECT timestamp, date, close AS price, volume FROM ({bars})"
     return sql + " ORDER BY timestamp DESC" + (" LIMIT ?" if limit is not None else "")
 
 
@@ -18,6 +21,7 @@ async def price_points(
     snapshot: WarehouseSnapshot,
     market: str,
     symbol: str,
+    adjustment: str,
     start: int | None,
     end: int | None,
     limit: int | None,
@@ -25,7 +29,7 @@ async def price_points(
     """timestamp, date, price, volume of `symbol`'s bars from `start` to `end` (epoch ms, each
     optional, inclusive), the most recent `limit` of them (all without), newest first."""
     params = [p for p in (market, symbol, start, end, limit) if p is not None]
-    return await rows(snapshot, price_sql(start, end, limit), params)
+    return await rows(snapshot, price_sql(adjustment, start, end, limit), params)
 
 
 async def indicator_snapshot(

@@ -21,7 +21,7 @@ from api.export import (
     filename,
 )
 from api.metering import charge_rows
-from api.params import Text, day_param, day_range
+from api.params import Text, adjustment_param, day_param, day_range
 from api.request_values import RequestValues
 from api.responses import NOT_MODIFIED, etag_for, not_modified, source_of
 from api.routes.common import (
@@ -33,6 +33,7 @@ from api.routes.common import (
     take_snapshot,
 )
 from api.warehouse import WarehouseSnapshot
+from pipelines.catalog import ADJUSTMENTS
 
 FORMAT = Text(
     "format",
@@ -48,6 +49,12 @@ LAST_DAY = Text(
     "to", "the last day, YYYY-MM-DD, inclusive, on the dataset's date column", schema_extra=DAY
 )
 SYMBOLS = Text("symbols", "comma-separated symbols (omitted: every symbol of the market)")
+ADJUSTMENT = Text(
+    "adjustment",
+    "daily-prices only: split (the default), all or raw, as get-price-history takes it; any other "
+    "value, or the parameter on another dataset, answers 422",
+    schema_extra={"enum": list(ADJUSTMENTS)},
+)
 
 
 def dataset_of(name: str) -> Dataset:
@@ -81,6 +88,16 @@ async def symbols_of(snapshot: WarehouseSnapshot, market: str, raw: str | None) 
     return tuple(named)
 
 
+def adjustment_of(dataset: Dataset, raw: str | None) -> str:
+    """decisions.md, Corporate actions: daily-prices is split-adjusted unless `adjustment` says
+    otherwise; no other dataset takes the parameter (422, rather than a silent no-op)."""
+    if not dataset.adjustable:
+        if raw is not None:
+            raise InvalidParameter("adjustment", "only the daily-prices dataset is adjusted")
+        return "raw"
+    return adjustment_param("split" if raw is None else raw)
+
+
 async def count_rows(snapshot: WarehouseSnapshot, dataset: Dataset, selection: Selection) -> int:
     sql, params = count_sql(dataset, selection)
     return int((await snapshot.fetch(sql, params))["n"].item())
@@ -96,7 +113,10 @@ class BulkController(Controller):
 
     @get(
         "/{dataset:str}",
-        opt={"operation": "bulk-export", "query": (FORMAT, FIRST_DAY, LAST_DAY, SYMBOLS)},
+        opt={
+            "operation": "bulk-export",
+            "query": (FORMAT, FIRST_DAY, LAST_DAY, SYMBOLS, ADJUSTMENT),
+        },
         responses=error_responses(400, 404, 422, 503),
     )
     async def bulk_export(
@@ -113,8 +133,10 @@ class BulkController(Controller):
             day_param("to", values.text(LAST_DAY)),
         )
         day_range(first, last)
+        adjustment = adjustment_of(found, values.text(ADJUSTMENT))
         named = values.text(SYMBOLS)
-        selection = Selection(market, first, last, await symbols_of(snapshot, market, named))
+        symbols = await symbols_of(snapshot, market, named)
+        selection = Selection(market, first, last, symbols, adjustment)
         require_tables(snapshot, found.table.name)
         etag = etag_for(snapshot.version, ("bulk-export", found.name, chosen.name, selection))
         headers = {"ETag": etag, "Cache-Control": "no-cache"}

@@ -8,7 +8,14 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from api.errors import InvalidParameter, NotFound, error_responses
-from api.params import INDICATOR_PERIOD, PRICE_POINTS_LIMIT, PRICES_FROM, PRICES_TO
+from api.params import (
+    ADJUSTMENT,
+    INDICATOR_PERIOD,
+    PRICE_POINTS_LIMIT,
+    PRICES_FROM,
+    PRICES_TO,
+    adjustment_param,
+)
 from api.queries import technical_analysis as queries
 from api.request_values import RequestValues
 from api.responses import serve
@@ -98,7 +105,7 @@ class TechnicalAnalysisController(Controller):
         "/get-price-history/{symbol:str}",
         opt={
             "operation": "get-price-history",
-            "query": (PRICE_POINTS_LIMIT, PRICES_FROM, PRICES_TO),
+            "query": (PRICE_POINTS_LIMIT, PRICES_FROM, PRICES_TO, ADJUSTMENT),
         },
         responses=error_responses(400, 404, 422, 503),
     )
@@ -112,17 +119,18 @@ class TechnicalAnalysisController(Controller):
         values = RequestValues.of(request.scope)
         limit = values.integer(PRICE_POINTS_LIMIT)
         start_ms, end_ms = values.integer(PRICES_FROM), values.integer(PRICES_TO)
+        adjustment = adjustment_param(values.text(ADJUSTMENT))
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise InvalidParameter("from", "must not be later than 'to'")
         found = await instrument_served(snapshot, market, symbol, "daily_prices")
 
         async def build() -> PriceHistory:
             found_rows = await queries.price_points(
-                snapshot, market, found.symbol, start_ms, end_ms, limit
+                snapshot, market, found.symbol, adjustment, start_ms, end_ms, limit
             )
             return price_points(found_rows)
 
-        key = ("get-price-history", market, found.symbol, limit, start_ms, end_ms)
+        key = ("get-price-history", market, found.symbol, adjustment, limit, start_ms, end_ms)
         return await serve(request, snapshot, key, build, points=count_points)
 
     @get(

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import click
 import httpx
 from market_intelligence import (
+    Adjustment,
     ApiError,
     AsyncClient,
     BacktestSummary,
@@ -55,6 +56,7 @@ from pydantic import AnyHttpUrl, Field
 from api.metering.config import MeteringConfig, cost_text
 from api.metering.model import key_id_of
 from api.params import (
+    ADJUSTMENT,
     BACKTEST_YEARS,
     BRIEFS_LIMIT,
     FILL,
@@ -174,10 +176,13 @@ class MarketTools:
         limit: Annotated[int | None, within(PRICE_POINTS_LIMIT, "Newest N days at most")] = 90,
         start: DayArg = None,
         end: DayArg = None,
+        adjustment: Annotated[Adjustment, Field(description=ADJUSTMENT.meaning)] = "split",
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
-        call = client.get_price_history(market, symbol, limit=limit, start=start, end=end)
+        call = client.get_price_history(
+            market, symbol, limit=limit, start=start, end=end, adjustment=adjustment
+        )
         return await self._answer(client, "price_history", call)
 
     async def indicators(

@@ -50,7 +50,7 @@ CALLS: list[tuple[str, dict[str, Any], str, tuple[Any, ...], dict[str, Any]]] = 
     ("search_instruments", {"query": "eth"}, "search_instruments", ("crypto", "eth"), {}),
     ("instrument_scorecard", {"market": "forex", "symbol": "eurusd"}, "scorecard", ("forex", "eurusd"), {}),
     ("price_history", {"market": "crypto", "symbol": "BTC", "start": "2026-02-01", "end": "2026-02-10"},
-     "get_price_history", ("crypto", "BTC"), {"limit": 90, "start": date(2026, 2, 1), "end": date(2026, 2, 10)}),
+     "get_price_history", ("crypto", "BTC"), {"limit": 90, "start": date(2026, 2, 1), "end": date(2026, 2, 10), "adjustment": "split"}),
     ("indicators", {"market": "stocks", "symbol": "AAPL", "period": 50}, "get_indicators", ("stocks", "AAPL"), {"period": 50}),
     ("trend", {"market": "crypto", "symbol": "ETH", "limit": 5}, "get_trend_history", ("ETH", 5), {}),
     ("trend", {"market": "commodities", "symbol": "GOLD"}, "get_current_trend", ("commodities", "GOLD"), {}),

@@ -124,7 +124,7 @@ def test_price_points_are_the_range_then_its_most_recent_limit_newest_first(
         columns=["timestamp", "date", "close", "volume"],
     )
     wanted = [{**{k: v for k, v in r.items() if k != "close"}, "price": r["close"]} for r in wanted]
-    found = run(technical_analysis.price_points(snapshot, "crypto", "BTC", lo, hi, limit))
+    found = run(technical_analysis.price_points(snapshot, "crypto", "BTC", "split", lo, hi, limit))
     assert [sorted(r.items()) for r in found] == [sorted(r.items()) for r in wanted]
 
 

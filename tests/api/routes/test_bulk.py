@@ -60,8 +60,10 @@ def quant_key(served_api: ServedApi) -> str:
 def expected(
     warehouse: duckdb.DuckDBPyConnection, dataset: Dataset, where: str, params: list[Any]
 ) -> pl.DataFrame:
-    """`SELECT * FROM <table>` with the filters, in the key's order."""
-    sql = f"SELECT * FROM {dataset.table.name} WHERE {where}"
+    """`SELECT * FROM <table>` with the filters, in the key's order (daily prices: its view of the
+    split-adjusted series, the dataset's default)."""
+    table = "daily_prices_split" if dataset.adjustable else dataset.table.name
+    sql = f"SELECT * FROM {table} WHERE {where}"
     return warehouse.sql(sql, params=params).pl().sort(dataset.table.key)
 
 
@@ -150,6 +152,27 @@ def test_from_to_and_symbols_select_the_rows_the_same_sql_filter_selects(
     assert_frame_equal(pl.read_parquet(io.BytesIO(response.content)).sort(dataset.table.key), want)
 
 
+@pytest.mark.parametrize(
+    ("adjustment", "view"),
+    [("split", "daily_prices_split"), ("all", "daily_prices_all"), ("raw", "daily_prices")],
+)
+def test_daily_prices_come_adjusted_as_the_warehouse_view_of_that_adjustment(
+    served_api: ServedApi,
+    quant_key: str,
+    warehouse: duckdb.DuckDBPyConnection,
+    adjustment: str,
+    view: str,
+) -> None:
+    """decisions.md, Corporate actions: bulk `daily-prices` takes `adjustment` as
+    get-price-history does; each file equals the analysts' view of that series."""
+    dataset = DATASETS["daily-prices"]
+    response = get(served_api, quant_key, "stocks", "daily-prices", adjustment=adjustment)
+    assert response.status_code == 200, response.text
+    sql = f"SELECT * FROM {view} WHERE market = 'stocks'"
+    want = warehouse.sql(sql).pl().sort(dataset.table.key)
+    assert_frame_equal(pl.read_parquet(io.BytesIO(response.content)).sort(dataset.table.key), want)
+
+
 def test_the_file_is_named_for_market_dataset_and_data_version(
     served_api: ServedApi, quant_key: str, embedded_market: Path
 ) -> None:
@@ -170,6 +193,8 @@ ERRORS = [
     ("crypto", "daily-prices", {"to": "2026-02-30"}, 422, 1, "'to'"),
     ("crypto", "daily-prices", {"from": "2026-03-02", "to": "2026-03-01"}, 422, 1, "'from'"),
     ("crypto", "daily-prices", {"symbols": "BTC,NOPE"}, 404, 1, "NOPE"),
+    ("crypto", "daily-prices", {"adjustment": "total"}, 422, 1, "'adjustment'"),
+    ("crypto", "briefs", {"adjustment": "raw"}, 422, 1, "'adjustment'"),
 ]  # fmt: skip
 
 

@@ -4,9 +4,11 @@ oldest first, 422s, and a property test against a straightforward oracle."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -213,7 +215,9 @@ def test_price_history_query_on_random_series_equals_the_oracle(
     snapshot = DuckDBSnapshot.in_place(warehouse.root, manifest)
     try:
         params = [p for p in ("crypto", "BTC", start, end, limit) if p is not None]
-        found = asyncio.run(snapshot.fetch(price_sql(start, end, limit), params)).to_dicts()
+        found = asyncio.run(
+            snapshot.fetch(price_sql("split", start, end, limit), params)
+        ).to_dicts()
         body = {
             "price_history": [
                 {"timestamp": p.timestamp, "price": p.price, "volume": p.volume}
@@ -223,3 +227,76 @@ def test_price_history_query_on_random_series_equals_the_oracle(
         assert body["price_history"] == oracle(closes, limit, start, end)
     finally:
         snapshot.close()
+
+
+ADJUSTED = "/api/v2/stocks/technical-analysis/get-price-history/AAPL"
+
+
+@pytest.fixture
+def split_api(warehouse: Warehouse, client_for: ClientFor) -> Client:
+    """AAPL trades 400, 400, then 100 from the 4-for-1 split on day 2, and pays 1 a share on day
+    4 (the close before it: 100); volume is 10 x the traded close."""
+    closes = [400.0, 400.0, 100.0, 100.0, 100.0]
+    prices = prices_frame(closes, market="stocks", symbol="AAPL")
+    day = [START + timedelta(days=n) for n in range(len(closes))]
+    factors = pl.DataFrame(
+        {
+            "market": "stocks",
+            "symbol": "AAPL",
+            "date": [day[2], day[4]],
+            "bars_from": [day[0], day[2]],
+            "split_ratio": [4.0, 1.0],
+            "dividend_factor": [0.99, 0.99],
+            "dividend": [0.0, 1.0],
+        }
+    )
+    warehouse.publish(
+        instruments=instruments_frame(), daily_prices=prices, price_adjustments=factors
+    )
+    return client_for()
+
+
+def served(api: Client, query: str = "") -> list[tuple[float, float]]:
+    body = api.get(f"{ADJUSTED}{query}").json()
+    return [(p["price"], p["volume"]) for p in body["price_history"]]
+
+
+def test_the_default_series_is_split_adjusted_prices_and_volume(split_api: Client) -> None:
+    """decisions.md, Corporate actions: earlier prices divided by the later splits' ratios, volume
+    multiplied by them; the latest bar as traded."""
+    expected = [(100.0, 16_000.0)] * 2 + [(100.0, 1_000.0)] * 3
+    assert served(split_api) == expected
+    assert served(split_api, "?adjustment=split") == expected
+
+
+def test_all_scales_the_bars_before_each_ex_date_by_its_dividend_factor(split_api: Client) -> None:
+    assert served(split_api, "?adjustment=all") == [
+        (pytest.approx(99.0), 16_000.0),
+        (pytest.approx(99.0), 16_000.0),
+        (pytest.approx(99.0), 1_000.0),
+        (pytest.approx(99.0), 1_000.0),
+        (100.0, 1_000.0),
+    ]
+
+
+def test_raw_is_as_traded(split_api: Client) -> None:
+    assert served(split_api, "?adjustment=raw") == [
+        (400.0, 4_000.0),
+        (400.0, 4_000.0),
+        (100.0, 1_000.0),
+        (100.0, 1_000.0),
+        (100.0, 1_000.0),
+    ]
+
+
+def test_limit_and_range_select_points_of_the_adjusted_series(split_api: Client) -> None:
+    assert served(split_api, "?adjustment=raw&limit=3") == [(100.0, 1_000.0)] * 3
+    first = ms(START)
+    assert served(split_api, f"?to={first}") == [(100.0, 16_000.0)]
+
+
+@pytest.mark.parametrize("value", ["total", "Split", "", "none"])
+def test_another_adjustment_is_a_422_naming_the_parameter(split_api: Client, value: str) -> None:
+    response = split_api.get(f"{ADJUSTED}?adjustment={value}")
+    assert response.status_code == 422
+    assert "'adjustment'" in response.json()["error"]

@@ -20,6 +20,7 @@ from market_intelligence.errors import (
 )
 from market_intelligence.models import (
     Action,
+    Adjustment,
     BacktestSummary,
     Balance,
     Brief,
@@ -65,6 +66,7 @@ from market_intelligence.models import (
 
 __all__ = [
     "Action",
+    "Adjustment",
     "ApiError",
     "ApiUnreachable",
     "AsyncClient",

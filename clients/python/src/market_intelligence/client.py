@@ -16,6 +16,7 @@ import stamina
 from market_intelligence import routes
 from market_intelligence._core import Core
 from market_intelligence.models import (
+    Adjustment,
     BacktestSummary,
     Balance,
     Brief,
@@ -313,9 +314,11 @@ class Client(_Settings):
         limit: int | None = None,
         start: Moment | None = None,
         end: Moment | None = None,
+        adjustment: Adjustment | None = None,
     ) -> PriceHistory:
-        """Daily prices, oldest first: all of them, or `start`..`end` (the API's `from`/`to`, inclusive), capped to the newest `limit`."""
-        return self._send(routes.get_price_history(market, symbol, limit, start, end))
+        """Daily prices, oldest first: all of them, or `start`..`end` (the API's `from`/`to`, inclusive), capped to the newest `limit`; `adjustment` split (the API's default), all (total return) or raw (as traded)."""
+        call = routes.get_price_history(market, symbol, limit, start, end, adjustment)
+        return self._send(call)
 
     def get_current_trend(self, market: Market, symbol: str) -> CurrentTrend:
         """The running trend (forex, commodities, stocks)."""
@@ -394,6 +397,7 @@ class Client(_Settings):
         start: date | None = None,
         end: date | None = None,
         symbols: Iterable[str] | None = None,
+        adjustment: Adjustment | None = None,
     ) -> Path:
         """Stream a whole dataset of one market (the current data version) into a file.
 
@@ -401,10 +405,11 @@ class Client(_Settings):
         (`<market>-<dataset>-<version>.<ext>`); returns the path written. The body is written as
         it arrives, never held in memory, into a `.part` file renamed once complete. `format`:
         parquet (default), arrow (IPC stream) or csv; `start`/`end` keep the days between them
-        (inclusive), `symbols` the named symbols. Costs 1 token per 1,000 rows, at least 10; not
-        on the sandbox plan (`PaymentRequired`).
+        (inclusive), `symbols` the named symbols; `adjustment` (daily-prices only) split (the
+        API's default), all or raw. Costs 1 token per 1,000 rows, at least 10; not on the sandbox
+        plan (`PaymentRequired`).
         """
-        download = routes.bulk_export(market, dataset, format, start, end, symbols)
+        download = routes.bulk_export(market, dataset, format, start, end, symbols, adjustment)
         core = self._core
         retrying = stamina.retry_context(
             on=core.backoff, attempts=core.retry_attempts, timeout=None
@@ -615,9 +620,11 @@ class AsyncClient(_Settings):
         limit: int | None = None,
         start: Moment | None = None,
         end: Moment | None = None,
+        adjustment: Adjustment | None = None,
     ) -> PriceHistory:
-        """Daily prices, oldest first: all of them, or `start`..`end` (the API's `from`/`to`, inclusive), capped to the newest `limit`."""
-        return await self._send(routes.get_price_history(market, symbol, limit, start, end))
+        """Daily prices, oldest first: all of them, or `start`..`end` (the API's `from`/`to`, inclusive), capped to the newest `limit`; `adjustment` split (the API's default), all (total return) or raw (as traded)."""
+        call = routes.get_price_history(market, symbol, limit, start, end, adjustment)
+        return await self._send(call)
 
     async def get_current_trend(self, market: Market, symbol: str) -> CurrentTrend:
         """The running trend (forex, commodities, stocks)."""
@@ -695,9 +702,10 @@ class AsyncClient(_Settings):
         start: date | None = None,
         end: date | None = None,
         symbols: Iterable[str] | None = None,
+        adjustment: Adjustment | None = None,
     ) -> Path:
         """`Client.bulk_export` as a coroutine."""
-        download = routes.bulk_export(market, dataset, format, start, end, symbols)
+        download = routes.bulk_export(market, dataset, format, start, end, symbols, adjustment)
         core = self._core
         retrying = stamina.retry_context(
             on=core.backoff, attempts=core.retry_attempts, timeout=None

@@ -28,6 +28,9 @@ FileFormat = Literal["parquet", "arrow", "csv"]
 """Bulk export's file formats: Parquet, the Arrow IPC stream format, CSV."""
 Strategy = Literal["aggressive", "conservative"]
 Fill = Literal["close", "next_open"]
+Adjustment = Literal["split", "all", "raw"]
+"""How a price series is adjusted for corporate actions: split (the API's default), all (splits
+and dividends: total return) or raw (as traded)."""
 """How a backtest fills its orders: at the signal bar's close, or at the next bar's open."""
 Action = Literal["Buy", "Sell", "Hold", "Stay"]
 CheckStatus = Literal["ok", "degraded", "error"]

@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 from urllib.parse import quote
 
 from market_intelligence.models import (
+    Adjustment,
     BacktestSummary,
     Brief,
     BriefList,
@@ -215,10 +216,16 @@ def get_indicators(market: Market, symbol: str, period: int | None) -> Call[Indi
 
 
 def get_price_history(
-    market: Market, symbol: str, limit: int | None, start: Moment | None, end: Moment | None
+    market: Market,
+    symbol: str,
+    limit: int | None,
+    start: Moment | None,
+    end: Moment | None,
+    adjustment: Adjustment | None = None,
 ) -> Call[PriceHistory]:
     path = market_route(market, "technical-analysis", "get-price-history", symbol)
-    query = _query(limit=limit, **{"from": epoch_ms(start), "to": epoch_ms(end)})
+    window = {"from": epoch_ms(start), "to": epoch_ms(end)}
+    query = _query(limit=limit, **window, adjustment=adjustment)
     return Call(path, PriceHistory, query)
 
 
@@ -302,12 +309,14 @@ def bulk_export(
     start: date | None,
     end: date | None,
     symbols: Iterable[str] | None,
+    adjustment: Adjustment | None = None,
 ) -> Download:
     """`from` and `to` are days (inclusive); `symbols` goes comma-separated."""
     query = _query(
         format=file_format,
         **{"from": _day(start), "to": _day(end)},
         symbols=None if symbols is None else ",".join(symbols),
+        adjustment=adjustment,
     )
     return Download(market_route(market, "bulk", dataset), query)
 
