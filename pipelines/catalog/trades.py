@@ -73,8 +73,14 @@ BACKTEST_TRADES = Table(
         _f("units", "units bought (all the cash, fee included)"),
         _f("fees", "fees paid, both legs (entry leg only while open)"),
         _f(
+            "dividends",
+            "cash of the dividends of every ex-date inside the trade: units x each one's dividend "
+            "per unit of the split-adjusted series (0 without)",
+        ),
+        _f(
             "profit",
-            "(exit_price - entry_price) x units - fees; while open, marked at last_price",
+            "(exit_price - entry_price) x units - fees + dividends; while open, marked at "
+            "last_price",
         ),
         _f("profit_percent", "profit / (entry_price x units + entry fee) x 100"),
     ),
@@ -99,7 +105,10 @@ BACKTEST_SUMMARIES = Table(
             "((final/initial)^(365.25/backtest_duration) - 1) x 100; null for a 0-day window",
             True,
         ),
-        _f("buy_and_hold_profit_percent", "(last close / window's first close - 1) x 100"),
+        _f(
+            "buy_and_hold_profit_percent",
+            "((last close + the window's dividends per unit) / window's first close - 1) x 100",
+        ),
         _f("peak_profit", "largest run-up of the equity curve from a trough, in percent (>= 0)"),
         _f("peak_loss", "largest drawdown of the equity curve from a peak, in percent (<= 0)"),
         Column("total_trades", pl.Int32(), "closed trades"),

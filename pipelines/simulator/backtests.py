@@ -71,6 +71,23 @@ class Market:
         return self.dates(self.last, np.arange(len(self.symbols)))
 
     @cached_property
+    def dividends(self) -> pl.DataFrame:
+        """symbol, date, dividend of every bar that is an ex-date (none without dividends)."""
+        paid = self.bars.dividend
+        empty = {"symbol": pl.String, "date": pl.Date, "dividend": pl.Float64}
+        if paid is None or not paid.any():
+            return pl.DataFrame(schema=empty)
+        rows = np.flatnonzero(paid > 0)
+        column = np.searchsorted(self.bars.offset, rows, side="right") - 1
+        return pl.DataFrame(
+            {
+                "symbol": pl.Series(self.symbols, dtype=pl.String).gather(column),
+                "date": _dates(self.days[rows]),
+                "dividend": paid[rows],
+            }
+        )
+
+    @cached_property
     def panel_index(self) -> Rows:
         """Position of every sorted bar in a column-major (bars x symbols) panel."""
         columns = np.arange(len(self.symbols)) * self.bars.rows
@@ -149,8 +166,8 @@ def _is_sorted(bars: pl.DataFrame, starts: Rows) -> bool:
 
 
 def load_market(bars: pl.DataFrame) -> Market:
-    """The bars (columns symbol, date, high, low, close and, for next-open fills, open), any row
-    order, sorted by symbol then date."""
+    """The bars (columns symbol, date, high, low, close and, for next-open fills, open; with
+    `dividend`, each bar's dividend per unit), any row order, sorted by symbol then date."""
     starts = _symbol_starts(bars["symbol"])
     if not _is_sorted(bars, starts):
         bars = bars.sort("symbol", "date")
@@ -171,6 +188,7 @@ def load_market(bars: pl.DataFrame) -> Market:
             length=lengths,
             rows=int(lengths.max(initial=0)),
             open=floats("open") if "open" in bars.columns else None,
+            dividend=floats("dividend") if "dividend" in bars.columns else None,
         ),
         days=bars["date"].cast(pl.Int32).to_numpy().astype(np.int64),
     )
@@ -406,6 +424,13 @@ def _summary_frame(
     task = windows.task[window, column]
     start = windows.first_row[window, column]
     close = market.bars.close
+    spans = pl.DataFrame(
+        {
+            "symbol": pl.Series(market.symbols, dtype=pl.String).gather(column),
+            "start_date": market.dates(start, column),
+            "end_date": market.last_dates().gather(column),
+        }
+    )
     equity = metrics.equity_frame(
         final=runs.final[task],
         run_up=runs.run_up[task],
@@ -413,12 +438,11 @@ def _summary_frame(
         first_close=close[market.flat(start, column)],
         last_close=close[market.flat(market.last[column], column)],
         initial=costs.initial_investment,
+        dividends=metrics.window_dividends(market.dividends, spans),
     ).with_columns(
+        *spans.get_columns(),
         column=pl.Series(column),
         task=pl.Series(task),
-        symbol=pl.Series(market.symbols, dtype=pl.String).gather(column),
-        start_date=market.dates(start, column),
-        end_date=market.last_dates().gather(column),
         full_history=pl.Series(start == 0),
         years=pl.Series(windows.years[window], dtype=pl.Int32),
     )

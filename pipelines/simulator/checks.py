@@ -25,10 +25,12 @@ def non_finite(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def bad_trade_arithmetic(trades: pl.DataFrame) -> pl.DataFrame:
-    """profit = (exit or last price - entry) x units - fees, and profit_percent = profit / spend x 100
-    where spend = entry_price x units + the entry fee (a part of `fees`, so only bounds are known)."""
+    """profit = (exit or last price - entry) x units - fees + dividends, and profit_percent =
+    profit / spend x 100 where spend = entry_price x units + the entry fee (a part of `fees`, so
+    only bounds are known)."""
     value = pl.coalesce("exit_price", "last_price")
-    profit = (value - pl.col("entry_price")) * pl.col("units") - pl.col("fees")
+    gain = (value - pl.col("entry_price")) * pl.col("units")
+    profit = gain - pl.col("fees") + pl.col("dividends")
     bought = pl.col("entry_price") * pl.col("units")
     bounds = [
         100.0 * pl.col("profit") / bought,
@@ -95,7 +97,7 @@ CHECKS: dict[tuple[str, str], tuple[str, Check]] = {
         lambda t: non_finite(t["backtest_trades"]),
     ),
     ("backtest_trades", "trade_arithmetic"): (
-        "profit = (exit - entry) x units - fees; profit_percent = profit / spend x 100.",
+        "profit = (exit - entry) x units - fees + dividends; profit_percent = profit / spend x 100.",
         lambda t: bad_trade_arithmetic(t["backtest_trades"]),
     ),
     ("backtest_trades", "days_in_trade_from_dates"): (

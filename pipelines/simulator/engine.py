@@ -105,6 +105,9 @@ class FlatBars:
     equity curve of a (rows x symbols) panel)."""
     open: Panel | None = None
     """Opens, which `next_open` fills need (None: close fills only)."""
+    dividend: Panel | None = None
+    """Cash per unit paid on each bar's ex-date, 0 on other bars (None: no dividends). A position
+    held over the close before an ex-date is credited it at that bar's open."""
 
     def prices_at(self, fill: str) -> Panel:
         """The market price a fill of `fill` takes on each bar, before slippage: the close, or
@@ -137,6 +140,8 @@ class Trades:
     highest: Panel
     """Highest high from the entry bar to the exit bar, or to the last bar while open."""
     lowest: Panel
+    dividends: Panel
+    """Cash of the dividends credited while open (units x each ex-date's dividend)."""
 
 
 @dataclass(frozen=True)
@@ -165,8 +170,9 @@ class Runs:
     or ENTRY; always NO_ORDER under close fills)."""
 
 
-_TRADE_FLOATS = 7
-"""entry_price, units, entry_fee, exit_price, exit_fee, highest, lowest (rows of `floats`)."""
+_TRADE_FLOATS = 8
+"""entry_price, units, entry_fee, exit_price, exit_fee, highest, lowest, dividends (rows of
+`floats`)."""
 _CHUNK = 64
 """Tasks a thread takes at a time."""
 _TASK_FLOATS = 6
@@ -219,6 +225,7 @@ def _buy(
     floats[2, slot] = units * fill * costs[1]
     floats[3, slot] = np.nan
     floats[4, slot] = 0.0
+    floats[7, slot] = 0.0
     return units, slot
 
 
@@ -255,6 +262,7 @@ def _bar(
     c: float,
     high: float,
     low: float,
+    dividend: float,
     entry: bool,
     exit_signal: bool,
     at_open: bool,
@@ -272,8 +280,9 @@ def _bar(
     floats: Panel,
     ints: Rows,
 ) -> tuple[bool, int, float, float, float, float, float, float, int]:
-    """One bar of one run (row `t` of its symbol). At the open, the order pending from the bar
-    before fills (`at_open`: next-open fills). At the close, a held position exits if a rule or
+    """One bar of one run (row `t` of its symbol). At the open, a position held over the close
+    before is credited the bar's `dividend` per unit (kept as cash until it exits), then the order
+    pending from the bar before fills (`at_open`: next-open fills). At the close, a held position exits if a rule or
     the exit signal fires, else a flat one with an entry signal buys with all its cash (not on
     the bar it exited); under next-open fills either becomes the pending order instead. Fills go
     to the trade `slot` (an entry takes the next one). Returns the run's state after the bar:
@@ -281,6 +290,10 @@ def _bar(
 
     The one place a bar is traded: a run from its first row and a run resumed from carried state
     step through the same arithmetic, so both come out bit for bit the same."""
+    if held and dividend > 0.0:
+        paid = units * dividend
+        cash += paid
+        floats[7, slot] += paid
     if pending != NO_ORDER and o == o:
         if pending == ENTRY:
             units, slot = _buy(t, o, cash, slot, costs, floats, ints)
@@ -292,7 +305,7 @@ def _bar(
         else:
             highest = _fmax(highest, high)
             lowest = _fmin(lowest, low)
-            cash = _sell(t, o, pending, units, highest, lowest, slot, costs, floats, ints)
+            cash += _sell(t, o, pending, units, highest, lowest, slot, costs, floats, ints)
             units = 0.0
             held = False
             start_price = max_close = highest = lowest = np.nan
@@ -316,7 +329,7 @@ def _bar(
             if at_open:
                 pending = code
             else:
-                cash = _sell(t, c, code, units, highest, lowest, slot, costs, floats, ints)
+                cash += _sell(t, c, code, units, highest, lowest, slot, costs, floats, ints)
                 units = 0.0
                 held = False
                 exited = True
@@ -379,7 +392,8 @@ class Carried:
 
     held: Mask
     cash: Panel
-    """0 while held (an entry spends all the cash); the final equity when flat."""
+    """While held, the dividends the open trade was credited (an entry spends all the cash);
+    the final equity when flat."""
     units: Panel
     start_price: Panel
     max_close: Panel
@@ -412,6 +426,7 @@ def _tasks(
     close: Panel,
     high: Panel,
     low: Panel,
+    dividend: Panel,
     entry: Mask,
     exit_signal: Mask,
     offset: Rows,
@@ -461,6 +476,7 @@ def _tasks(
             floats[2, slot] = np.nan
             floats[3, slot] = np.nan
             floats[4, slot] = 0.0
+            floats[7, slot] = cash
         final = np.nan
         for t in range(task_start[k], n):
             i = base + t
@@ -472,6 +488,7 @@ def _tasks(
                 c,
                 high[i],
                 low[i],
+                dividend[i],
                 entry[i],
                 exit_signal[i],
                 at_open,
@@ -561,16 +578,18 @@ def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask, Rows]:
 
 def _bar_inputs(
     bars: FlatBars, entry: Mask, exit_signal: Mask, fill: str
-) -> tuple[Panel, Panel, Panel, Panel, Mask, Mask, Rows, Rows, bool]:
+) -> tuple[Panel, Panel, Panel, Panel, Panel, Mask, Mask, Rows, Rows, bool]:
     """What the kernel reads of the bars: the fill's prices (the closes again for close fills,
-    which the kernel then does not read), close, high, low, the signals, offsets, lengths and
-    whether fills are at the open, each array as `kernel_input` (one array type per argument,
-    so one compiled specialization)."""
+    which the kernel then does not read), close, high, low, dividends, the signals, offsets,
+    lengths and whether fills are at the open, each array as `kernel_input` (one array type per
+    argument, so one compiled specialization)."""
+    dividend = np.zeros(len(bars.close)) if bars.dividend is None else bars.dividend
     return (
         kernel_input(bars.prices_at(fill), np.float64),
         kernel_input(bars.close, np.float64),
         kernel_input(bars.high, np.float64),
         kernel_input(bars.low, np.float64),
+        kernel_input(dividend, np.float64),
         kernel_input(entry, np.bool_),
         kernel_input(exit_signal, np.bool_),
         kernel_input(bars.offset, np.int64),
@@ -613,6 +632,7 @@ def _runs(
         exit_fee=floats[4],
         highest=floats[5],
         lowest=floats[6],
+        dividends=floats[7],
     )
     starts = np.zeros(len(count), np.int64)
     np.cumsum(count[:-1], out=starts[1:])
@@ -761,6 +781,7 @@ def backtest(
     costs: Costs,
     open_: Panel | None = None,
     fill: str = "close",
+    dividend: Panel | None = None,
 ) -> Result:
     """Run every symbol (panel column) from its `start` row to the panel's last row.
 
@@ -781,6 +802,7 @@ def backtest(
         length=np.full(width, rows, np.int64),
         rows=rows,
         open=None if open_ is None else flat(open_, np.float64),
+        dividend=None if dividend is None else flat(dividend, np.float64),
     )
     equity = np.full(rows * width, np.nan)
     columns = np.arange(width, dtype=np.int64)

@@ -17,20 +17,43 @@ def equity_frame(
     first_close: Panel,
     last_close: Panel,
     initial: float,
+    dividends: Panel | None = None,
 ) -> pl.DataFrame:
     """Final value, profit, buy-and-hold, peak profit (max run-up %) and peak loss (max drawdown
-    %, <= 0) per run, from its final equity, curve figures (fractions) and window's closes."""
+    %, <= 0) per run, from its final equity, curve figures (fractions) and window's closes;
+    buy-and-hold is credited the `dividends` per unit of the window (`window_dividends`)."""
+    paid = np.zeros(len(final)) if dividends is None else dividends
     return pl.DataFrame(
         {
             "final_value": final,
             "initial_investment": np.full(len(final), initial),
             "total_profit": final - initial,
             "profit_percent": 100.0 * (final / initial - 1.0),
-            "buy_and_hold_profit_percent": 100.0 * (last_close / first_close - 1.0),
+            "buy_and_hold_profit_percent": 100.0 * ((last_close + paid) / first_close - 1.0),
             "peak_profit": 100.0 * run_up,
             "peak_loss": 100.0 * drawdown,
         }
     )
+
+
+def window_dividends(paid: pl.DataFrame, windows: pl.DataFrame) -> Panel:
+    """Per window (symbol, start_date, end_date; any order): the dividends per unit of the ex-dates
+    after its first bar through its last, what a unit bought at the first close was credited.
+    `paid` holds symbol, date, dividend of ex-dates. Summed in date order, so a replayed and a
+    carried-on window add the same numbers the same way."""
+    if paid.is_empty() or windows.is_empty():
+        return np.zeros(windows.height)
+    numbered = windows.select("symbol", "start_date", "end_date").with_row_index("_window")
+    inside = (
+        numbered.join(paid.filter(pl.col("dividend") > 0), on="symbol")
+        .filter((pl.col("date") > pl.col("start_date")) & (pl.col("date") <= pl.col("end_date")))
+        .sort("_window", "date")
+        .group_by("_window", maintain_order=True)
+        .agg(pl.col("dividend").sum())
+    )
+    sums = numbered.select("_window").join(inside, on="_window", how="left", maintain_order="left")
+    found: Panel = sums["dividend"].fill_null(0.0).to_numpy()
+    return found
 
 
 def equity_metrics(

@@ -166,10 +166,12 @@ def resume(
     costs: Costs,
     market: str,
     closed_trades: ClosedTrades,
+    paid: pl.DataFrame,
 ) -> Resumed:
     """The carried windows (from `start_bars`) over their symbols' new bars: `new_bars` (symbol,
-    date, open, close, high, low) and `new_signals` (the strategies' columns), row for row, by
-    symbol then date, with the strategies' exit rules in `market`."""
+    date, open, close, high, low, dividend) and `new_signals` (the strategies' columns), row for
+    row, by symbol then date, with the strategies' exit rules in `market`; `paid` (symbol, date,
+    dividend) holds every ex-date of the symbols, for the windows' buy-and-hold."""
     symbols = windows["symbol"].unique().sort()
     bars = _flat(new_bars, symbols)
     runs = windows.select("fill", "strategy").unique().sort("fill", "strategy").rows()
@@ -184,6 +186,7 @@ def resume(
             (name, fill),
             costs,
             market,
+            paid,
         )
         for fill, name in runs
     ]
@@ -240,6 +243,7 @@ def _flat(new_bars: pl.DataFrame, symbols: pl.Series) -> FlatBars:
         length=lengths,
         rows=int(lengths.max(initial=0)),
         open=floats("open"),
+        dividend=floats("dividend") if "dividend" in new_bars.columns else None,
     )
 
 
@@ -253,6 +257,7 @@ def _strategy(
     run: tuple[str, str],
     costs: Costs,
     market: str,
+    paid: pl.DataFrame,
 ) -> _Done:
     """One strategy's carried windows of one fill (`run`: strategy, fill; `mine`, sorted by
     symbol and years) in `market`."""
@@ -282,7 +287,7 @@ def _strategy(
 
     carried = Carried(
         held=held,
-        cash=np.where(held, 0.0, values(mine, "final_value")),
+        cash=np.where(held, values(open_trades, "dividends"), values(mine, "final_value")),
         units=np.where(held, values(open_trades, "units"), 0.0),
         start_price=np.where(held, values(open_trades, "start_price"), nan),
         max_close=values(state, "max_close"),
@@ -306,6 +311,8 @@ def _strategy(
     )
     trades = _trade_rows(runs, mine, open_trades, new_bars, bars, column, fill)
     last_row = bars.offset[column] + bars.length[column] - 1
+    end_date = new_bars["date"].gather(last_row)
+    spans = mine.select("symbol", "start_date").with_columns(end_date=end_date)
     equity = metrics.equity_frame(
         final=runs.final,
         run_up=runs.run_up,
@@ -313,9 +320,10 @@ def _strategy(
         first_close=mine["first_close"].cast(pl.Float64).to_numpy(),
         last_close=bars.close[last_row],
         initial=costs.initial_investment,
+        dividends=metrics.window_dividends(paid, spans),
     ).with_columns(
         mine.select(*WINDOW, "start_date", "full_history", *TRADE_FIGURES),
-        end_date=new_bars["date"].gather(last_row),
+        end_date=end_date,
     )
     first_new = trades.group_by(WINDOW).agg(_entry=pl.col("start_date").min())
     states = (
@@ -365,7 +373,7 @@ def _trade_rows(
         bars.prices_at(fill)[bars.offset[col] + entry_row],
     )
     fees, profit, percent = money(
-        closed, t.units, entry_price, entry_fee, t.exit_price, t.exit_fee, last_price
+        closed, t.units, entry_price, entry_fee, t.exit_price, t.exit_fee, last_price, t.dividends
     )
     start = pl.Series(
         np.where(
@@ -392,6 +400,7 @@ def _trade_rows(
             lowest_price=t.lowest,
             units=t.units,
             fees=fees,
+            dividends=t.dividends,
             profit=profit,
             profit_percent=percent,
             closed=pl.Series(closed),

@@ -22,12 +22,14 @@ def money(
     exit_price: NDArray[np.float64],
     exit_fee: NDArray[np.float64],
     last_price: NDArray[np.float64],
+    dividends: NDArray[np.float64],
 ) -> Money:
     """(fees, profit, profit_percent) of trades: a closed one at its exit price, an open one
-    marked at `last_price`; the one formula of a replayed and a carried-on trade."""
+    marked at `last_price`, each with the dividends it was credited; the one formula of a
+    replayed and a carried-on trade."""
     fees = entry_fee + exit_fee
     value = np.where(closed, exit_price, last_price)
-    profit = units * (value - entry_price) - fees
+    profit = units * (value - entry_price) - fees + dividends
     spent = units * entry_price + entry_fee
     return fees, profit, 100.0 * profit / spent
 
@@ -54,7 +56,14 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
     last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row)
     fees, profit, percent = money(
-        closed, t.units, t.entry_price, t.entry_fee, t.exit_price, t.exit_fee, last_price
+        closed,
+        t.units,
+        t.entry_price,
+        t.entry_fee,
+        t.exit_price,
+        t.exit_fee,
+        last_price,
+        t.dividends,
     )
     return pl.DataFrame(
         {
@@ -72,6 +81,7 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl
             "lowest_price": t.lowest,
             "units": t.units,
             "fees": fees,
+            "dividends": t.dividends,
             "profit": profit,
             "profit_percent": percent,
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 import polars as pl
@@ -105,7 +106,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
     carried = work.state.filter(pl.col("symbol").is_in(appended)).sort("symbol")
     since = dict(zip(carried["symbol"].to_list(), carried["context_start"].to_list(), strict=True))
     # The signals of appended symbols need their last CONTEXT_BARS; only replays need the rest.
-    bars = work.bars(processed, since, columns=BAR_COLUMNS) if processed else DAILY_PRICES.empty()
+    bars = _bars(work, processed, since)
     advanced = _advance(work, full, carried, bars)
     cutoffs = dict.fromkeys([*full, *removed], EVERYTHING)
     files = {
@@ -134,6 +135,7 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
             config.costs,
             work.shard.market,
             lambda symbols: _closed_trades(work, symbols),
+            work.factors.select("symbol", "date", "dividend"),
         )
         dropped = on.dropped
         for table in RESUMED:
@@ -153,6 +155,16 @@ def update_shard(work: ShardWork, config: SimulatorConfig) -> ShardResult:
         ordered = sorted_by(scored[table.name], order(table))
         files[table.name] = {key: kept_or_written(work.tx, table, key, ordered, current)}
     return ShardResult(files, {**{t.name: tables[t.name] for t in SIMULATED}, **scored})
+
+
+def _bars(
+    work: ShardWork, symbols: list[str], since: Mapping[str, date] | None = None
+) -> pl.DataFrame:
+    """The symbols' split-adjusted bars (BAR_COLUMNS) with each bar's dividend per unit."""
+    if not symbols:
+        empty = DAILY_PRICES.empty().select("symbol", "date", *BAR_COLUMNS)
+        return empty.with_columns(dividend=pl.lit(0.0))
+    return work.bars(symbols, since, columns=BAR_COLUMNS, dividends=True)
 
 
 @dataclass(frozen=True)
@@ -179,7 +191,7 @@ def _advance(
         state_rows.append(_state_frame(work, state, mine))
         signal_rows.append(frame)
     if carried.is_empty():
-        new_bars = DAILY_PRICES.empty().select("symbol", "date", *BAR_COLUMNS)
+        new_bars = _bars(work, [])
         return _Advanced(state_rows, signal_rows, new_bars, STRATEGY_SIGNALS.empty())
     context = bars.filter(pl.col("symbol").is_in(carried["symbol"].implode()))
     stored = context.join(carried.select("symbol", "last_date"), on="symbol").filter(
@@ -338,7 +350,7 @@ def _backtests(
     read = [s for s in symbols if s not in set(whole)]
     history = bars.filter(pl.col("symbol").is_in(pl.Series(whole, dtype=pl.String).implode()))
     if read:
-        history = pl.concat([history, work.bars(read, columns=BAR_COLUMNS)]).sort("symbol", "date")
+        history = pl.concat([history, _bars(work, read)]).sort("symbol", "date")
     # The signal columns alone: the market's strings would only add to the read and the sort.
     storage, columns = work.tx.store.storage, backtests.SIGNAL_COLUMNS
     stored = read_symbols(storage, STRATEGY_SIGNALS, signal_files, symbols, columns=columns)

@@ -252,3 +252,37 @@ def test_an_unknown_adjustment_or_fill_is_a_422_naming_it(
     response = get(served, path, **{parameter: value})
     assert response.status_code == 422
     assert f"'{parameter}'" in response.json()["error"]
+
+
+def test_a_backtest_credits_the_dividends_inside_each_trade_and_buy_and_hold_all(
+    runs: Runs,
+) -> None:
+    """decisions.md: a trade's profit includes units x amount of every ex-date inside it, and
+    `buy_and_hold_percentage` every dividend of its window."""
+    paid = query(
+        runs.full,
+        "SELECT date, dividend FROM price_adjustments WHERE symbol = 'DIVS' AND dividend > 0",
+    )
+    assert paid.height == len(DIVIDENDS) + 1
+    trades = query(
+        runs.full,
+        "SELECT * FROM backtest_trades WHERE symbol = 'DIVS' AND full_history ORDER BY start_date",
+    )
+    last_day = RUNS[-1]
+    inside = [
+        paid.filter((pl.col("date") > start) & (pl.col("date") <= (sold or last_day)))[
+            "dividend"
+        ].sum()
+        for start, sold in trades.select("start_date", "sell_date").rows()
+    ]
+    assert any(inside), "a trade must hold over an ex-date"
+    np.testing.assert_allclose(trades["dividends"], trades["units"] * np.array(inside), rtol=1e-12)
+    summaries = query(
+        runs.full, "SELECT * FROM backtest_summaries WHERE symbol = 'DIVS' AND full_history"
+    )
+    closes = query(
+        runs.full, "SELECT close FROM daily_prices_split WHERE symbol = 'DIVS' ORDER BY date"
+    )
+    first, last = closes["close"][0], closes["close"][-1]
+    expected = 100.0 * ((last + paid["dividend"].sum()) / first - 1.0)
+    assert summaries["buy_and_hold_profit_percent"].to_list() == pytest.approx([expected] * 4)

@@ -145,6 +145,7 @@ def trade(
         "lowest_price": 99.0,
         "units": 1.0,
         "fees": 0.2,
+        "dividends": 0.0,
         "profit": 4.7,
         "profit_percent": 4.7,
     }

@@ -13,7 +13,7 @@ from backtesting import Strategy
 from backtesting.lib import FractionalBacktest
 
 from pipelines.simulator.backtests import Prices
-from pipelines.simulator.engine import Costs, ExitRules, Mask, backtest
+from pipelines.simulator.engine import Costs, ExitRules, FlatBars, Mask, backtest, run_tasks
 from pipelines.simulator.strategies import AGGRESSIVE, CONSERVATIVE
 from pipelines.simulator.strategies import Strategy as Rules
 from tests.pipelines.simulator.numpy_signals import NUMPY_SIGNALS
@@ -159,3 +159,109 @@ def test_backtesting_py_replays_the_same_trades_and_final_value(
     exit_fill = trades["ExitPrice"].to_numpy() * (1 - costs.slippage)
     np.testing.assert_allclose(ours.exits.price, exit_fill, rtol=1e-9)
     assert ours.equity[-1, 0] == pytest.approx(oracle["Equity Final [$]"], rel=1e-6)
+
+
+FRACTIONAL_UNIT = 1e-9
+
+
+class DividendReplay(Replay):
+    """`Replay`, credited each ex-date's dividend for the units held over the close before it
+    (a trade entered at or before the bar before and not exited before the ex-date's bar), the
+    cash kept until the next entry. backtesting.py has no dividends: the test adds them to the
+    broker's cash itself."""
+
+    dividends: ClassVar[np.ndarray]
+
+    def next(self) -> None:
+        i = len(self.data) - 1
+        paid = self.dividends[i]
+        if paid > 0:
+            trades = [*self.trades, *self.closed_trades]
+            held = sum(
+                t.size
+                for t in trades
+                if t.entry_bar <= i - 1 and (t.exit_bar is None or t.exit_bar > i - 1)
+            )
+            self._broker._cash += held * FRACTIONAL_UNIT * paid
+        super().next()
+
+
+@pytest.mark.filterwarnings("ignore:Some trades remain open:UserWarning")
+@pytest.mark.filterwarnings("ignore:DatetimeIndex.dayofweek is deprecated")
+@pytest.mark.parametrize("strategy", [AGGRESSIVE, CONSERVATIVE], ids=lambda s: s.name)
+@pytest.mark.parametrize("seed", [1, 7])
+@pytest.mark.parametrize("fill", ["close", "next_open"])
+def test_dividends_credited_while_held_match_backtesting_py_with_the_same_cash(
+    strategy: Rules, seed: int, fill: str
+) -> None:
+    """decisions.md, Corporate actions: a trade is credited units x the dividend of every ex-date
+    inside it, for both fills; the final equity and the trades equal backtesting.py's run with
+    the same cash added, and each trade's dividends are its units x the ex-dates it held over."""
+    costs = Costs()
+    data = regime_walk(seed)
+    cols = {k: data[k].to_numpy()[:, None] for k in ("Open", "High", "Low", "Close")}
+    dividend = np.zeros(BARS)
+    dividend[21::63] = 0.01 * cols["Close"][20::63, 0][: len(dividend[21::63])]
+    prices = Prices(high=cols["High"], low=cols["Low"], close=cols["Close"])
+    signals = NUMPY_SIGNALS[strategy.name](prices)
+    entry, exit_signal = signals.entry.copy(), signals.exit.copy()
+    entry[[0, -1]] = exit_signal[[0, -1]] = False
+    rules = strategy.rules("stocks")
+    ours = backtest(
+        cols["Close"],
+        cols["High"],
+        cols["Low"],
+        entry,
+        exit_signal,
+        np.array([0]),
+        rules,
+        costs,
+        open_=cols["Open"],
+        fill=fill,
+        dividend=dividend[:, None],
+    )
+    runs = run_tasks(
+        FlatBars(
+            close=cols["Close"][:, 0],
+            high=cols["High"][:, 0],
+            low=cols["Low"][:, 0],
+            offset=np.array([0]),
+            length=np.array([BARS]),
+            rows=BARS,
+            open=cols["Open"][:, 0],
+            dividend=dividend,
+        ),
+        entry[:, 0],
+        exit_signal[:, 0],
+        np.array([0]),
+        np.array([0]),
+        rules,
+        costs,
+        fill=fill,
+    )
+    DividendReplay.entry, DividendReplay.exit = entry[:, 0], exit_signal[:, 0]
+    DividendReplay.rules, DividendReplay.costs = rules, costs
+    DividendReplay.next_open = fill == "next_open"
+    DividendReplay.opens, DividendReplay.closes = cols["Open"][:, 0], cols["Close"][:, 0]
+    DividendReplay.dividends = dividend
+    oracle = FractionalBacktest(
+        data,
+        DividendReplay,
+        cash=costs.initial_investment,
+        spread=costs.slippage,
+        commission=commission(costs),
+        trade_on_close=fill == "close",
+        exclusive_orders=False,
+        finalize_trades=False,
+        fractional_unit=FRACTIONAL_UNIT,
+    ).run()
+    trades = oracle["_trades"]
+    t = runs.trades
+    assert (t.dividends > 0).sum() >= 3, "the series must hold over ex-dates"
+    assert ours.entries.row[: len(trades)].tolist() == trades["EntryBar"].tolist()
+    assert ours.exits.row.tolist() == trades["ExitBar"].tolist()
+    np.testing.assert_allclose(t.units[: len(trades)], trades["Size"], rtol=1e-6)
+    assert ours.equity[-1, 0] == pytest.approx(oracle["Equity Final [$]"], rel=1e-6)
+    exit_row = np.where(t.exit_row >= 0, t.exit_row, BARS)
+    held_over = [dividend[e + 1 : x + 1].sum() for e, x in zip(t.entry_row, exit_row, strict=True)]
+    np.testing.assert_allclose(t.dividends, t.units * np.array(held_over), rtol=1e-12)

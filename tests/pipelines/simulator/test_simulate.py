@@ -52,7 +52,10 @@ def random_market(seed: int, symbols: int = 9) -> pl.DataFrame:
     return pl.concat(frames)
 
 
-TRADE_COLUMNS = [c.name for c in BACKTEST_TRADES.columns if c.name not in ("market", "fill")]
+TRADE_COLUMNS = [
+    c.name for c in BACKTEST_TRADES.columns if c.name not in ("market", "fill", "dividends")
+]
+"""The numpy backtests know no dividends (these markets pay none: `dividends` is 0 throughout)."""
 SUMMARY_COLUMNS = [c.name for c in BACKTEST_SUMMARIES.columns if c.name not in ("market", "fill")]
 AT_CLOSE = pl.col("fill") == "close"
 """The numpy backtests filled at the signal bar's close only."""

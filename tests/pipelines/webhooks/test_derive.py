@@ -104,6 +104,7 @@ def trades(years: int, sell: date | None, fill: str = "close") -> pl.DataFrame:
                 "lowest_price": [99.0],
                 "units": [2.0],
                 "fees": [0.4],
+                "dividends": [0.0],
                 "profit": [19.4],
                 "profit_percent": [9.7],
             }
