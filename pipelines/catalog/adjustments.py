@@ -76,8 +76,11 @@ def adjusted(
     unit of the split-adjusted series paid on that ex-date, 0 on other days)."""
     if dividends:
         paid = factors.filter(pl.col("dividend") > 0).select("symbol", "date", "dividend")
-        bars = bars.join(paid, on=["symbol", "date"], how="left", maintain_order="left")
-        bars = bars.with_columns(pl.col("dividend").fill_null(0.0))
+        if paid.is_empty():
+            bars = bars.with_columns(dividend=pl.lit(0.0))
+        else:
+            bars = bars.join(paid, on=["symbol", "date"], how="left", maintain_order="left")
+            bars = bars.with_columns(pl.col("dividend").fill_null(0.0))
     if adjustment == "raw" or factors.is_empty():
         return bars
     after = factors.select(
