@@ -46,7 +46,8 @@ BACKTEST_TRADES = Table(
         Column(
             "exit_reason",
             pl.String(),
-            "signal, stop_loss, trailing_stop or take_profit; null while open",
+            "signal, stop_loss, trailing_stop, take_profit, or delisted (closed at the last bar of "
+            "a delisted symbol); null while open",
             nullable=True,
         ),
         Column("start_date", pl.Date(), "day of the entry's fill"),

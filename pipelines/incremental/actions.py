@@ -12,10 +12,34 @@ import hashlib
 import polars as pl
 
 
+def delisted_after_last_bar(
+    delistings: pl.DataFrame, price_state: pl.DataFrame, weekdays: bool
+) -> pl.DataFrame:
+    """symbol, date of each delisting that ends its symbol's bars: dated after the last bar and no
+    later than the next trading day (the next weekday in a weekday market). Its trades close at
+    that bar, and its current action is Stay. A delisting announced for a later day is not yet
+    one (the symbol still trades); one dated among the bars ends nothing (the bars say it traded)."""
+    last = price_state.select("symbol", "last_date")
+    next_day = (
+        pl.col("last_date").dt.add_business_days(1)
+        if weekdays
+        else pl.col("last_date") + pl.duration(days=1)
+    )
+    return (
+        delistings.select("symbol", "date")
+        .join(last, on="symbol")
+        .filter((pl.col("date") > pl.col("last_date")) & (pl.col("date") <= next_day))
+        .select("symbol", "date")
+        .unique("symbol", keep="first")
+        .sort("symbol")
+    )
+
+
 def actions_digest(factors: pl.DataFrame, delistings: pl.DataFrame) -> pl.DataFrame:
-    """symbol, digest (a 62-bit integer) of each symbol's adjustment rows and delisting: what the
-    analytics of a symbol depend on besides its bars. A change of it (a new split or dividend, a
-    delisting) recomputes that symbol in full (`with_actions`)."""
+    """symbol, digest (a 62-bit integer) of each symbol's adjustment rows and delisting (one that
+    ends its bars, `delisted_after_last_bar`): what the analytics of a symbol depend on besides its
+    bars. A change of it (a new split or dividend, a delisting) recomputes that symbol in full
+    (`with_actions`)."""
     rows = pl.concat(
         [
             factors.select(

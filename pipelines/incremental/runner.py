@@ -14,12 +14,13 @@ from pipelines.catalog import (
     CORPORATE_ACTIONS,
     DAILY_PRICES,
     PRICE_ADJUSTMENTS,
+    WEEKDAY_MARKETS,
     PartitionFile,
     Table,
 )
 from pipelines.catalog.adjustments import adjusted
 from pipelines.catalog.state import PRICE_STATE
-from pipelines.incremental.actions import actions_digest, with_actions
+from pipelines.incremental.actions import actions_digest, delisted_after_last_bar, with_actions
 from pipelines.incremental.modes import MODES, STATE_COLUMNS, UNCHANGED, symbol_modes
 from pipelines.platform.check_rows import SHOWN_ROWS
 from pipelines.warehouse.shards import Shard
@@ -47,6 +48,8 @@ class ShardWork:
     """The shard's stored files of every table the domain writes, by table name."""
     factors: pl.DataFrame = field(default_factory=PRICE_ADJUSTMENTS.empty)
     """The market's `price_adjustments` rows: every series a domain reads is split-adjusted."""
+    delisted: frozenset[str] = frozenset()
+    """The shard's symbols whose delisting ends their bars (`delisted_after_last_bar`)."""
 
     def symbols(self, *modes: str) -> list[str]:
         return self.modes.filter(pl.col("mode").is_in(list(modes)))["symbol"].to_list()
@@ -216,11 +219,10 @@ def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = Fal
     prices = by_shard(tx.partitions(PRICE_STATE.name, market)).get(shard, {})
     own = {t.name: by_shard(tx.partitions(t.name, market)).get(shard, {}) for t in domain.tables}
     factors = stored_rows(tx, PRICE_ADJUSTMENTS, market)
+    bars_state = scan(tx.store.storage, prices.values(), PRICE_STATE).collect()
     delistings = stored_rows(tx, CORPORATE_ACTIONS, market).filter(pl.col("kind") == "delisting")
-    price_state = with_actions(
-        scan(tx.store.storage, prices.values(), PRICE_STATE).collect(),
-        actions_digest(factors, delistings),
-    )
+    delisted = delisted_after_last_bar(delistings, bars_state, market in WEEKDAY_MARKETS)
+    price_state = with_actions(bars_state, actions_digest(factors, delisted))
     stored_state = scan(tx.store.storage, own[domain.state.name].values(), domain.state)
     # The modes need a few columns; the whole state (24 KB a symbol for the indicators) is read
     # only for a shard with work: a day with no bar for a market (a weekend's stocks) skips it.
@@ -230,7 +232,10 @@ def run_shard(tx: RunTransaction, shard: Shard, domain: Domain, full: bool = Fal
     if not domain.every_shard and modes.filter(pl.col("mode") != UNCHANGED).is_empty():
         return ShardOutcome(shard, own, counts, kept=True)
     state = stored_state.collect()
-    written = domain.update(ShardWork(tx, shard, modes, price_state, state, own, factors))
+    work = ShardWork(
+        tx, shard, modes, price_state, state, own, factors, frozenset(delisted["symbol"])
+    )
+    written = domain.update(work)
     found: dict[tuple[str, str], int] = {}
     offending: dict[tuple[str, str], pl.DataFrame] = {}
     for key, check in domain.checks.items():

@@ -295,8 +295,13 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 metadata=row_counts(tx, PRICE_REJECTS.name, rejects.height),
             )
             budgets = {m: price_sources.freshness_days[m] for m in states}
-            listed = {r.market: r.symbols for r in requests}
-            stale = stale_by_market(states, days.through, budgets, listed)
+            gone = {r.market: _delisted(tx, r.market, days.through) for r in requests}
+            listed = {r.market: [s for s in r.symbols if s not in gone[r.market]] for r in requests}
+            trading = {
+                m: state.filter(~pl.col("symbol").is_in(sorted(gone[m])))
+                for m, state in states.items()
+            }
+            stale = stale_by_market(trading, days.through, budgets, listed)
             staged = [
                 stage_days(tx, r, found, before[r.market], stale[r.market], days.through)
                 for r in results
@@ -401,6 +406,14 @@ def _adjustment_factors(
         return PRICE_ADJUSTMENTS.empty(), pl.DataFrame(schema=UNPRICED)
     wanted = pl.Series(adjusting["symbol"].unique().to_list(), dtype=pl.String).implode()
     return adjustment_factors(adjusting, stored.filter(pl.col("symbol").is_in(wanted)))
+
+
+def _delisted(tx: RunTransaction, market: str, through: date) -> set[str]:
+    """The market's symbols delisted on or before the run's day: no bar is due from them, so the
+    fresh check leaves them out (their data stays, decisions.md, Corporate actions)."""
+    actions = stored_rows(tx, CORPORATE_ACTIONS, market)
+    gone = actions.filter((pl.col("kind") == "delisting") & (pl.col("date") <= through))
+    return set(gone["symbol"].to_list())
 
 
 def _request(tx: RunTransaction, market: str, days: RunDays, options: RunOptions) -> Request:

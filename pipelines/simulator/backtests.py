@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
@@ -165,9 +166,10 @@ def _is_sorted(bars: pl.DataFrame, starts: Rows) -> bool:
     return bool(later.all())
 
 
-def load_market(bars: pl.DataFrame) -> Market:
+def load_market(bars: pl.DataFrame, delisted: Collection[str] = ()) -> Market:
     """The bars (columns symbol, date, high, low, close and, for next-open fills, open; with
-    `dividend`, each bar's dividend per unit), any row order, sorted by symbol then date."""
+    `dividend`, each bar's dividend per unit), any row order, sorted by symbol then date;
+    `delisted` names the symbols whose last bar is their last."""
     starts = _symbol_starts(bars["symbol"])
     if not _is_sorted(bars, starts):
         bars = bars.sort("symbol", "date")
@@ -178,8 +180,10 @@ def load_market(bars: pl.DataFrame) -> Market:
         values: Panel = np.ascontiguousarray(bars[name].cast(pl.Float64).to_numpy())
         return values
 
+    symbols = bars["symbol"].gather(starts).to_list()
+    gone = set(delisted)
     return Market(
-        symbols=bars["symbol"].gather(starts).to_list(),
+        symbols=symbols,
         bars=FlatBars(
             close=floats("close"),
             high=floats("high"),
@@ -189,6 +193,7 @@ def load_market(bars: pl.DataFrame) -> Market:
             rows=int(lengths.max(initial=0)),
             open=floats("open") if "open" in bars.columns else None,
             dividend=floats("dividend") if "dividend" in bars.columns else None,
+            delisted=np.array([s in gone for s in symbols], np.bool_) if gone else None,
         ),
         days=bars["date"].cast(pl.Int32).to_numpy().astype(np.int64),
     )
@@ -243,6 +248,7 @@ def simulate_with_signals(
     market: str,
     strategies: tuple[str, ...] = STRATEGIES,
     fills: tuple[str, ...] = FILLS,
+    delisted: Collection[str] = (),
 ) -> Simulation:
     """Backtest every strategy over `years` = 1..ceil(history) of each symbol (at most 20), with
     its exit rules in `market` (`Strategy.rules`), once per fill of `fills` (next-open fills
@@ -251,9 +257,10 @@ def simulate_with_signals(
     `signals` holds `{strategy}_entry` and `{strategy}_exit` booleans (no nulls) for every bar of
     `bars` sorted by symbol then date, row for row (as `signals_frame` returns them). The window of
     `years` starts at the symbol's last day minus that many calendar years; `full_history` marks a
-    window that starts on the symbol's first bar (the whole history).
+    window that starts on the symbol's first bar (the whole history). A symbol of `delisted` closes
+    an open trade at its last bar (`engine.FlatBars.delisted`).
     """
-    loaded = load_market(bars)
+    loaded = load_market(bars, delisted)
     if signals.height != len(loaded.days):
         raise ValueError(f"{signals.height} rows of signals for {len(loaded.days)} bars")
     columns = [f"{name}_{side}" for name in strategies for side in ("entry", "exit")]

@@ -24,13 +24,16 @@ STOP_LOSS = 1
 TRAILING_STOP = 2
 TAKE_PROFIT = 3
 SIGNAL = 4
+DELISTED = 6
 EXIT_REASONS: dict[int, str] = {
     STOP_LOSS: "stop_loss",
     TRAILING_STOP: "trailing_stop",
     TAKE_PROFIT: "take_profit",
     SIGNAL: "signal",
+    DELISTED: "delisted",
 }
-"""Exit reason codes, in priority order when several fire on one bar (lowest code wins)."""
+"""Exit reason codes, in priority order when several fire on one bar (lowest code wins); a trade
+still open at the last bar of a delisted symbol closes at that close, `delisted`."""
 NO_ORDER = 0
 ENTRY = 5
 """A run's pending order under `next_open` fills: none, an exit (its reason code) or an entry."""
@@ -108,6 +111,9 @@ class FlatBars:
     dividend: Panel | None = None
     """Cash per unit paid on each bar's ex-date, 0 on other bars (None: no dividends). A position
     held over the close before an ex-date is credited it at that bar's open."""
+    delisted: Mask | None = None
+    """Per symbol: its last bar is its last (a delisting follows): a trade still open there closes
+    at its close, and nothing enters or is left pending on it (None: none)."""
 
     def prices_at(self, fill: str) -> Panel:
         """The market price a fill of `fill` takes on each bar, before slippage: the close, or
@@ -266,6 +272,7 @@ def _bar(
     entry: bool,
     exit_signal: bool,
     at_open: bool,
+    final: bool,
     held: bool,
     pending: int,
     cash: float,
@@ -285,8 +292,10 @@ def _bar(
     pending from the bar before fills (`at_open`: next-open fills). At the close, a held position exits if a rule or
     the exit signal fires, else a flat one with an entry signal buys with all its cash (not on
     the bar it exited); under next-open fills either becomes the pending order instead. Fills go
-    to the trade `slot` (an entry takes the next one). Returns the run's state after the bar:
-    held, pending, cash, units, start_price, max_close, highest, lowest, slot.
+    to the trade `slot` (an entry takes the next one). On a delisted symbol's `final` bar nothing
+    enters and an open position exits at the close (`DELISTED`), whatever the fill. Returns the
+    run's state after the bar: held, pending, cash, units, start_price, max_close, highest, lowest,
+    slot.
 
     The one place a bar is traded: a run from its first row and a run resumed from carried state
     step through the same arithmetic, so both come out bit for bit the same."""
@@ -334,7 +343,14 @@ def _bar(
                 held = False
                 exited = True
                 start_price = max_close = highest = lowest = np.nan
-    if c == c and not held and not exited and entry:
+    if final and held:
+        cash += _sell(t, c, DELISTED, units, highest, lowest, slot, costs, floats, ints)
+        units = 0.0
+        held = False
+        exited = True
+        pending = NO_ORDER
+        start_price = max_close = highest = lowest = np.nan
+    if c == c and not held and not exited and entry and not final:
         if at_open:
             pending = ENTRY
         else:
@@ -431,6 +447,7 @@ def _tasks(
     exit_signal: Mask,
     offset: Rows,
     length: Rows,
+    delisted: Mask,
     at_open: bool,
     task_column: Rows,
     task_start: Rows,
@@ -459,6 +476,7 @@ def _tasks(
     for k in numba.prange(task_column.size):
         j = task_column[k]
         base, n = offset[j], length[j]
+        last = n - 1 if delisted[j] else -1
         state = start[k]
         held, cash, units = state.held, state.cash, state.units
         start_price, max_close = state.start_price, state.max_close
@@ -492,6 +510,7 @@ def _tasks(
                 entry[i],
                 exit_signal[i],
                 at_open,
+                t == last,
                 held,
                 pending,
                 cash,
@@ -578,12 +597,13 @@ def _outputs(bound: Rows) -> tuple[Rows, Panel, Rows, Rows, Panel, Mask, Rows]:
 
 def _bar_inputs(
     bars: FlatBars, entry: Mask, exit_signal: Mask, fill: str
-) -> tuple[Panel, Panel, Panel, Panel, Panel, Mask, Mask, Rows, Rows, bool]:
+) -> tuple[Panel, Panel, Panel, Panel, Panel, Mask, Mask, Rows, Rows, Mask, bool]:
     """What the kernel reads of the bars: the fill's prices (the closes again for close fills,
     which the kernel then does not read), close, high, low, dividends, the signals, offsets,
-    lengths and whether fills are at the open, each array as `kernel_input` (one array type per
-    argument, so one compiled specialization)."""
+    lengths, the delisted symbols and whether fills are at the open, each array as
+    `kernel_input` (one array type per argument, so one compiled specialization)."""
     dividend = np.zeros(len(bars.close)) if bars.dividend is None else bars.dividend
+    delisted = np.zeros(len(bars.offset), np.bool_) if bars.delisted is None else bars.delisted
     return (
         kernel_input(bars.prices_at(fill), np.float64),
         kernel_input(bars.close, np.float64),
@@ -594,6 +614,7 @@ def _bar_inputs(
         kernel_input(exit_signal, np.bool_),
         kernel_input(bars.offset, np.int64),
         kernel_input(bars.length, np.int64),
+        kernel_input(delisted, np.bool_),
         fill == "next_open",
     )
 
@@ -782,6 +803,7 @@ def backtest(
     open_: Panel | None = None,
     fill: str = "close",
     dividend: Panel | None = None,
+    delisted: Mask | None = None,
 ) -> Result:
     """Run every symbol (panel column) from its `start` row to the panel's last row.
 
@@ -803,6 +825,7 @@ def backtest(
         rows=rows,
         open=None if open_ is None else flat(open_, np.float64),
         dividend=None if dividend is None else flat(dividend, np.float64),
+        delisted=None if delisted is None else np.asarray(delisted, np.bool_),
     )
     equity = np.full(rows * width, np.nan)
     columns = np.arange(width, dtype=np.int64)

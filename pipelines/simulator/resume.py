@@ -364,7 +364,7 @@ def _trade_rows(
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
     days = new_bars["date"]
     before = open_trades[t.task]
-    last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row)
+    last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row, t.reason)
     entry_price = np.where(carried_in, before["entry_price"].to_numpy(), t.entry_price)
     entry_fee = np.where(carried_in, before["fees"].to_numpy(), t.entry_fee)
     start_price = np.where(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import polars as pl
 
 from pipelines.simulator.backtests import Simulation
@@ -19,13 +20,19 @@ ACTION_POINTS: dict[str, float] = {"Buy": 1.0, "Hold": 0.75, "Stay": 0.25, "Sell
 def actions_of(trades: pl.DataFrame, last: pl.DataFrame, name: str) -> pl.DataFrame:
     """Buy / Sell / Hold / Stay of one strategy at each symbol's last bar, with the message parts,
     from its full-history run's trades (symbol, start_date, sell_date, closed, profit_percent,
-    exit_reason) and each symbol's last day (`last`: symbol, date; the rows' order)."""
+    exit_reason) and each symbol's last day (`last`: symbol, date, and optionally `delisted`; the
+    rows' order). A delisted symbol is Stay: its trades closed at its last bar, and it is no
+    longer traded (decisions.md, Corporate actions)."""
     latest = trades.sort("symbol", "start_date").group_by("symbol").last()
+    if "delisted" not in last.columns:
+        last = last.with_columns(delisted=pl.lit(False))
     state = last.join(latest, on="symbol", how="left", maintain_order="left")
     # only a symbol's last trade can be open: it is in a position iff that trade is
     in_trade = (~pl.col("closed")).fill_null(False)
     action = (
-        pl.when(pl.col("start_date") == pl.col("date"))
+        pl.when("delisted")
+        .then(pl.lit("Stay"))
+        .when(pl.col("start_date") == pl.col("date"))
         .then(pl.lit("Buy"))
         .when(pl.col("sell_date") == pl.col("date"))
         .then(pl.lit("Sell"))
@@ -64,6 +71,8 @@ def _message(entry_reason: str) -> pl.Expr:
                 strategy,
             )
         )
+        .when(pl.col("delisted"))
+        .then(pl.format("Stay out of {}: delisted after {} ({})", symbol, date, strategy))
         .otherwise(pl.format("Stay out of {}: no entry signal on {} ({})", symbol, date, strategy))
     )
 
@@ -80,8 +89,13 @@ def current_actions(full_runs: Mapping[str, pl.DataFrame], last: pl.DataFrame) -
 
 def simulated_actions(sim: Simulation) -> pl.DataFrame:
     """`current_actions` of a simulation's full-history runs."""
+    gone = sim.market.bars.delisted
     last = pl.DataFrame(
-        {"symbol": pl.Series(sim.market.symbols, dtype=pl.String), "date": sim.market.last_dates()}
+        {
+            "symbol": pl.Series(sim.market.symbols, dtype=pl.String),
+            "date": sim.market.last_dates(),
+            "delisted": np.zeros(len(sim.market.symbols), np.bool_) if gone is None else gone,
+        }
     )
     return current_actions(sim.full_runs, last)
 

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from pipelines.simulator.engine import EXIT_REASONS, FlatBars, Rows, Runs
+from pipelines.simulator.engine import DELISTED, EXIT_REASONS, FlatBars, Rows, Runs
 
 REASONS = pl.Series([EXIT_REASONS.get(code) for code in range(max(EXIT_REASONS) + 1)])
 """Exit reason names by code; code NO_EXIT (0, an open trade) is null."""
@@ -35,11 +35,13 @@ def money(
 
 
 def last_prices(
-    bars: FlatBars, fill: str, closed: NDArray[np.bool_], marked: Rows
+    bars: FlatBars, fill: str, closed: NDArray[np.bool_], marked: Rows, reason: Rows
 ) -> NDArray[np.float64]:
     """Each trade's `last_price` at its bar `marked` (a position in `bars`): a closed trade's
-    exit at the fill's market price (`FlatBars.prices_at`), an open one the close."""
-    exits: NDArray[np.float64] = np.where(closed, bars.prices_at(fill)[marked], bars.close[marked])
+    exit at the fill's market price (`FlatBars.prices_at`), except a delisted exit (at the last
+    close, whatever the fill), an open one the close."""
+    at_fill = closed & (reason != DELISTED)
+    exits: NDArray[np.float64] = np.where(at_fill, bars.prices_at(fill)[marked], bars.close[marked])
     return exits
 
 
@@ -54,7 +56,7 @@ def trade_arrays(runs: Runs, task_column: Rows, bars: FlatBars, fill: str) -> pl
     col = task_column[t.task]
     closed = t.exit_row >= 0
     mark_row = np.where(closed, t.exit_row, bars.length[col] - 1)
-    last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row)
+    last_price = last_prices(bars, fill, closed, bars.offset[col] + mark_row, t.reason)
     fees, profit, percent = money(
         closed,
         t.units,

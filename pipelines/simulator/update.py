@@ -355,7 +355,12 @@ def _backtests(
     storage, columns = work.tx.store.storage, backtests.SIGNAL_COLUMNS
     stored = read_symbols(storage, STRATEGY_SIGNALS, signal_files, symbols, columns=columns)
     sim = backtests.simulate_with_signals(
-        history, stored, config.costs, work.shard.market, config.strategies
+        history,
+        stored,
+        config.costs,
+        work.shard.market,
+        config.strategies,
+        delisted=work.delisted,
     )
     frames = {
         catalog.BACKTEST_TRADES.name: sim.trades,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pipelines.simulator.engine import (
+    DELISTED,
     SIGNAL,
     STOP_LOSS,
     TAKE_PROFIT,
@@ -189,3 +190,47 @@ def test_next_open_may_buy_again_on_the_close_of_the_bar_it_sold_at_the_open() -
     r = run([10, 11, 12, 13, 12], entries=[0, 2], exits=(1,), opens=[10, 10, 11, 12, 12])
     assert r.entries.row.tolist() == [1, 3]
     assert r.exits.row.tolist() == [2]
+
+
+def delisted_run(
+    close: list[float], entries: list[int], opens: list[float] | None = None
+) -> Result:
+    """`run` of a symbol whose last bar is its last: a delisting follows it."""
+    c = np.array(close, dtype=float)[:, None]
+    entry = np.zeros(c.shape, bool)
+    entry[entries, 0] = True
+    fill = "close" if opens is None else "next_open"
+    o = None if opens is None else np.array(opens, dtype=float)[:, None]
+    nothing = np.zeros(c.shape, bool)
+    return backtest(
+        c, c + 1, c - 1, entry, nothing, np.array([0]), ExitRules(), FREE, o, fill,
+        delisted=np.array([True]),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("fill", ["close", "next_open"])
+def test_a_trade_open_at_a_delisting_closes_at_the_last_close(fill: str) -> None:
+    """decisions.md, Corporate actions: exit_reason `delisted`, at the last bar's close whatever
+    the fill (there is no next open)."""
+    opens = [10.0, 10.5, 11.5, 12.5, 13.5] if fill == "next_open" else None
+    r = delisted_run([10.0, 11.0, 12.0, 13.0, 14.0], entries=[1], opens=opens)
+    assert r.exits.row.tolist() == [4]
+    assert r.exits.reason.tolist() == [DELISTED]
+    assert r.exits.price[0] == 14.0
+    assert not r.in_position[0]
+    entry_price = 11.0 if fill == "close" else 11.5
+    assert r.equity[-1, 0] == pytest.approx(10_000 / entry_price * 14.0)
+
+
+@pytest.mark.parametrize("fill", ["close", "next_open"])
+def test_nothing_enters_on_a_delisted_symbols_last_bar(fill: str) -> None:
+    opens = [10.0] * 5 if fill == "next_open" else None
+    r = delisted_run([10.0] * 5, entries=[4], opens=opens)
+    assert r.entries.row.tolist() == []
+    assert r.equity[-1, 0] == 10_000.0
+
+
+def test_a_symbol_still_listed_keeps_its_trade_open() -> None:
+    r = run([10.0, 11.0, 12.0], entries=[1])
+    assert r.exits.row.tolist() == []
+    assert r.in_position[0]
