@@ -343,6 +343,13 @@ ADJUSTMENT = Text(
     default="split",
     schema_extra={"enum": list(ADJUSTMENTS)},
 )
+INCLUDE_DELISTED = Text(
+    "include_delisted",
+    "true: also the instruments delisted by the request's day (or `as_of`'s); false (the "
+    "default): only those listed then; any other value answers 422",
+    default="false",
+    schema_extra={"enum": ["true", "false"]},
+)
 ACTIONS_FROM = Text(
     "from",
     "the first day listed, YYYY-MM-DD; default: the instrument's first action",
@@ -426,6 +433,11 @@ def one_of(name: str, value: str | None, choices: Sequence[str]) -> str:
 def fill_param(value: str | None) -> str:
     """A backtest's fill (`FILL`)."""
     return one_of("fill", value, FILLS)
+
+
+def flag_param(name: str, value: str | None) -> bool:
+    """A `true` / `false` parameter (`INCLUDE_DELISTED`); 422 naming it otherwise."""
+    return one_of(name, value, ("true", "false")) == "true"
 
 
 def adjustment_param(value: str | None) -> str:

@@ -14,6 +14,16 @@ def instrument_list(snapshot: WarehouseSnapshot) -> pl.DataFrame:
     return snapshot.query("SELECT market, symbol, name, logo FROM instruments")
 
 
+def delistings(snapshot: WarehouseSnapshot) -> pl.DataFrame:
+    """market, symbol, date of every instrument's delisting (its first, should a source report
+    two), blocking as `instrument_list`."""
+    sql = (
+        "SELECT market, upper(symbol) AS symbol, min(date) AS date FROM corporate_actions "
+        "WHERE kind = 'delisting' GROUP BY ALL"
+    )
+    return snapshot.query(sql)
+
+
 async def scorecard(snapshot: WarehouseSnapshot, market: str, symbol: str) -> Row | None:
     """The scorecard row of `symbol` (upper case) in `market`."""
     sql = "SELECT * FROM scorecards WHERE market = ? AND upper(symbol) = ? LIMIT 1"

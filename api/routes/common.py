@@ -17,7 +17,7 @@ from api.dependencies import take_snapshot as take_snapshot
 from api.errors import NotFound, TableMissing
 from api.params import POINT_IN_TIME
 from api.queries import Row as Row  # for the controllers
-from api.queries.instruments import instrument_list
+from api.queries.instruments import delistings, instrument_list
 from api.schemas import Instrument, Wire
 from api.warehouse import WarehouseSnapshot
 from pipelines.catalog import MARKETS
@@ -85,6 +85,37 @@ def _read_instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
         upper = symbol.upper()
         index.setdefault(market, {})[upper] = Instrument(name=name, symbol=upper, logo=logo)
     return index
+
+
+DELISTING_INDEX = "delisting-index"
+DelistingIndex = dict[str, dict[str, date]]
+"""market -> upper-case symbol -> the day of its delisting."""
+
+
+async def delisting_index(snapshot: WarehouseSnapshot) -> DelistingIndex:
+    """Every delisted instrument's day, per market, read once per data version (none while the
+    warehouse has no corporate actions table)."""
+
+    async def load() -> DelistingIndex:
+        if "corporate_actions" not in snapshot.manifest.tables:
+            return {}
+        frame = await anyio.to_thread.run_sync(delistings, snapshot)
+        index: DelistingIndex = {}
+        for market, symbol, day in frame.iter_rows():
+            index.setdefault(market, {})[symbol] = day
+        return index
+
+    return await cache_for(snapshot).memo(DELISTING_INDEX, load)
+
+
+def listed_at(
+    instruments: dict[str, Instrument], delisted: dict[str, date], day: date, everything: bool
+) -> dict[str, Instrument]:
+    """decisions.md, Corporate actions: the instruments listed on `day` (those delisted on it or
+    before are not), or with `everything` all of them."""
+    if everything or not delisted:
+        return instruments
+    return {s: i for s, i in instruments.items() if not (s in delisted and delisted[s] <= day)}
 
 
 def prepare_snapshot(snapshot: WarehouseSnapshot) -> None:

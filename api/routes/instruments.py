@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from api.errors import NotFound, error_responses
-from api.params import CRYPTO_ONLY, SKIP, SYMBOLS_LIMIT
+from api.params import CRYPTO_ONLY, INCLUDE_DELISTED, SKIP, SYMBOLS_LIMIT, flag_param
 from api.queries import instruments as queries
 from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     DATA_ROUTES,
+    delisting_index,
     instrument,
     instrument_index,
     instrument_served,
+    listed_at,
     market_of,
+    request_instant_ms,
     request_snapshot,
     take_snapshot,
     to_wire,
@@ -25,6 +30,37 @@ from api.routes.common import (
 from api.schemas import Instrument, InstrumentSearch, Scorecard, SymbolList
 
 SEARCH_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The instruments a listing route answers with, and what its cache key needs of the clock."""
+
+    instruments: dict[str, Instrument]
+    effective: date | None
+    """The newest delisting on or before the request's day: the answer changes only when another
+    takes effect, so this (not the day) is part of the key."""
+    clocked: bool
+    """A delisting is still to come: the raw request's answer moves with the clock."""
+
+
+async def listing(request: Request[Any, Any, Any], market: str) -> Listing:
+    """decisions.md, Corporate actions: the market's instruments listed on the request's day (its
+    `as_of`'s, else today, UTC); with `include_delisted=true` the delisted ones too."""
+    snapshot = request_snapshot(request)
+    values = RequestValues.of(request.scope)
+    everything = flag_param("include_delisted", values.text(INCLUDE_DELISTED))
+    instruments = (await instrument_index(snapshot)).get(market, {})
+    delisted = (await delisting_index(snapshot)).get(market, {})
+    day = datetime.fromtimestamp(request_instant_ms(request) / 1000, UTC).date()
+    effective = (
+        None if everything else max((d for d in delisted.values() if d <= day), default=None)
+    )
+    return Listing(
+        listed_at(instruments, delisted, day, everything),
+        effective,
+        not everything and any(d > day for d in delisted.values()),
+    )
 
 
 def search_rank(query: str, item: Instrument) -> tuple[int, int, str] | None:
@@ -54,7 +90,7 @@ class InstrumentsController(Controller):
 
     @get(
         "/list-symbols",
-        opt={"operation": "list-symbols", "query": (SYMBOLS_LIMIT, SKIP)},
+        opt={"operation": "list-symbols", "query": (SYMBOLS_LIMIT, SKIP, INCLUDE_DELISTED)},
         responses=error_responses(400, 404, 422, 503),
     )
     async def list_symbols(self, request: Request[Any, Any, Any]) -> Response[SymbolList]:
@@ -62,12 +98,13 @@ class InstrumentsController(Controller):
         market = market_of(request)
         values = RequestValues.of(request.scope)
         limit, skip = values.integer(SYMBOLS_LIMIT), values.integer(SKIP)
-        index = await instrument_index(snapshot)
+        listed = await listing(request, market)
 
         async def build() -> SymbolList:
-            return SymbolList(symbols=sorted(index.get(market, {}))[skip : skip + limit])
+            return SymbolList(symbols=sorted(listed.instruments)[skip : skip + limit])
 
-        return await serve(request, snapshot, ("list-symbols", market, limit, skip), build)
+        key = ("list-symbols", market, limit, skip, listed.effective)
+        return await serve(request, snapshot, key, build, remember=not listed.clocked)
 
     @get(
         "/get-detail/{symbol:str}",
@@ -90,7 +127,7 @@ class InstrumentsController(Controller):
 
     @get(
         "/search-instruments/{term:str}",
-        opt={"operation": "search-instruments"},
+        opt={"operation": "search-instruments", "query": (INCLUDE_DELISTED,)},
         responses=error_responses(404, 503),
     )
     async def search_instruments(
@@ -100,12 +137,13 @@ class InstrumentsController(Controller):
     ) -> Response[InstrumentSearch]:
         snapshot = request_snapshot(request)
         market = market_of(request, CRYPTO_ONLY)
-        index = await instrument_index(snapshot)
+        listed = await listing(request, market)
 
         async def build() -> InstrumentSearch:
-            return InstrumentSearch(instruments=search(term, list(index.get(market, {}).values())))
+            return InstrumentSearch(instruments=search(term, list(listed.instruments.values())))
 
-        return await serve(request, snapshot, ("search", market, term.lower()), build)
+        key = ("search", market, term.lower(), listed.effective)
+        return await serve(request, snapshot, key, build, remember=not listed.clocked)
 
     @get(
         "/scorecard/{symbol:str}",

@@ -264,7 +264,8 @@ class Trade(Wire, frozen=True):
     strategy: str
     """`aggressive` or `conservative`."""
     exit_reason: str | None
-    """`signal`, `stop_loss`, `trailing_stop` or `take_profit`; null while open."""
+    """`signal`, `stop_loss`, `trailing_stop`, `take_profit` or `delisted` (closed at the last bar
+    of a delisted instrument); null while open."""
     action: str
     """`Buy` while the trade is open, `Sell` once closed."""
     symbol: str

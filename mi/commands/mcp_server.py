@@ -90,6 +90,7 @@ analyses and backtests; forex, commodities and stocks have the current trend and
 
 SymbolArg = Annotated[str, Field(description="Instrument symbol, e.g. BTC, EURUSD, GOLD, AAPL")]
 CoinArg = Annotated[str, Field(description="Crypto symbol, e.g. BTC, ETH")]
+DELISTED_MEANING = "true: also the instruments delisted by then (default: only those listed)"
 DayArg = Annotated[date | None, Field(description="A day, YYYY-MM-DD (inclusive)")]
 AsOfArg = Annotated[
     str | None,
@@ -146,22 +147,24 @@ class MarketTools:
         market: Market,
         limit: Annotated[int, within(SYMBOLS_LIMIT)] = SYMBOLS_LIMIT.default,
         skip: int = 0,
+        include_delisted: Annotated[bool, Field(description=DELISTED_MEANING)] = False,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
-        return await self._answer(
-            client, "list_instruments", client.list_symbols(market, limit=limit, skip=skip)
+        call = client.list_symbols(
+            market, limit=limit, skip=skip, include_delisted=include_delisted
         )
+        return await self._answer(client, "list_instruments", call)
 
     async def search_instruments(
         self,
         query: Annotated[str, Field(description="Part of a symbol or a name")],
+        include_delisted: Annotated[bool, Field(description=DELISTED_MEANING)] = False,
         as_of: AsOfArg = None,
     ) -> CallToolResult:
         client = self.at(as_of)
-        return await self._answer(
-            client, "search_instruments", client.search_instruments("crypto", query)
-        )
+        call = client.search_instruments("crypto", query, include_delisted=include_delisted)
+        return await self._answer(client, "search_instruments", call)
 
     async def instrument_scorecard(
         self, market: Market, symbol: SymbolArg, as_of: AsOfArg = None

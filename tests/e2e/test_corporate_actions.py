@@ -6,7 +6,8 @@ series (TA-Lib on it equals the served indicators); the routes serve each adjust
 
 The drop: SPLT trades at half its price from its 2-for-1 split on the third run's day (reported
 that day), REVS did a 1-for-10 reverse split long ago, DIVS pays dividends (one reported a day
-late, for an ex-date weeks before), FLAT has no action.
+late, for an ex-date weeks before), FLAT has no action, and GONE, rising calmly into its end,
+trades for the last time on the second run's day and is delisted (acquired) on the third's.
 """
 
 from __future__ import annotations
@@ -45,12 +46,19 @@ LATE_DIVIDEND = HISTORY[-20]
 """Reported with the fourth run (a source that reports an old ex-date late)."""
 OTHERS = {"crypto": "BTC", "forex": "EURUSD", "commodities": "GOLD"}
 LOGO = "https://assets.example.com/logo.png"
-STOCKS = ("DIVS", "FLAT", "REVS", "SPLT")
+STOCKS = ("DIVS", "FLAT", "REVS", "SPLT", "GONE")
+LAST_BAR = {"GONE": RUNS[1]}
+DELISTED_ON = RUNS[2]
 
 
 def walk(seed: int, start: float) -> np.ndarray:
-    """A daily random walk of closes, 2% a day, for every day of the drop."""
-    steps = np.random.default_rng(seed).normal(0.0003, 0.02, len(DAYS))
+    """A daily random walk of closes, 2% a day, for every day of the drop; GONE's last 40 bars a
+    calm rise (so that a strategy holds a trade into its delisting)."""
+    rng = np.random.default_rng(seed)
+    steps = rng.normal(0.0003, 0.02, len(DAYS))
+    if seed == STOCKS.index("GONE"):
+        last = DAYS.index(LAST_BAR["GONE"])
+        steps[last - 39 : last + 1] = rng.normal(0.006, 0.006, 40)
     return start * np.exp(np.cumsum(steps))
 
 
@@ -68,6 +76,8 @@ def traded(symbol: str, closes: np.ndarray) -> np.ndarray:
 def bar_lines(day_index: int) -> list[str]:
     lines = ["symbol,date,open,high,low,close,volume"]
     for seed, symbol in enumerate(STOCKS):
+        if DAYS[day_index] > LAST_BAR.get(symbol, DAYS[-1]):
+            continue
         closes = traded(symbol, walk(seed, 50.0 + 10 * seed))
         c = closes[day_index]
         o = closes[day_index - 1] if day_index else c
@@ -87,6 +97,8 @@ def actions(run: int) -> str:
         rows.append(f"SPLT,{SPLIT_DAY},split,2,,2-for-1")
     if run >= 3:
         rows.append(f"DIVS,{LATE_DIVIDEND},dividend,,0.40,special")
+    if RUNS[run] >= DELISTED_ON:
+        rows.append(f"GONE,{DELISTED_ON},delisting,,,acquired")
     return "\n".join(rows) + "\n"
 
 
@@ -173,7 +185,8 @@ def test_the_factors_undo_each_split_so_the_adjusted_series_is_the_walk(runs: Ru
             runs.full,
             f"SELECT close FROM daily_prices_split WHERE symbol = '{symbol}' ORDER BY date",
         )["close"].to_numpy()
-        np.testing.assert_allclose(served, walk(seed, 50.0 + 10 * seed), rtol=1e-6)
+        expected = walk(seed, 50.0 + 10 * seed)[: len(served)]
+        np.testing.assert_allclose(served, expected, rtol=1e-6)
     moves = query(runs.full, "SELECT warnings FROM price_days WHERE market = 'stocks'")
     assert not any("moves_explained" in w for w in moves["warnings"].to_list())
 
@@ -286,3 +299,42 @@ def test_a_backtest_credits_the_dividends_inside_each_trade_and_buy_and_hold_all
     first, last = closes["close"][0], closes["close"][-1]
     expected = 100.0 * ((last + paid["dividend"].sum()) / first - 1.0)
     assert summaries["buy_and_hold_profit_percent"].to_list() == pytest.approx([expected] * 4)
+
+
+def test_a_trade_open_at_the_delisting_closed_at_the_last_bar(runs: Runs) -> None:
+    """decisions.md, Corporate actions: closed at the last bar's close, `delisted`; nothing stays
+    open, and the current action is Stay."""
+    trades = query(runs.full, "SELECT * FROM backtest_trades WHERE symbol = 'GONE'")
+    assert trades.filter(pl.col("action") == "Buy").is_empty()
+    delisted = trades.filter(pl.col("exit_reason") == "delisted")
+    assert delisted.height > 0, "the steady rise must hold a trade to its last bar"
+    assert set(delisted["sell_date"].to_list()) == {LAST_BAR["GONE"]}
+    last_close = query(
+        runs.full, "SELECT close FROM daily_prices WHERE symbol = 'GONE' ORDER BY date DESC LIMIT 1"
+    ).item()
+    assert set(delisted["last_price"].to_list()) == {last_close}
+    actions = query(runs.full, "SELECT action, message FROM current_actions WHERE symbol = 'GONE'")
+    assert set(actions["action"].to_list()) == {"Stay"}
+    assert all("delisted" in m for m in actions["message"].to_list())
+    picks = query(runs.full, "SELECT symbol FROM recommendations")
+    assert "GONE" not in picks["symbol"].to_list()
+
+
+def test_a_delisted_instrument_is_listed_only_with_include_delisted(served: ServedApi) -> None:
+    listed = get(served, "/api/v2/stocks/instruments/list-symbols").json()["symbols"]
+    everything = get(
+        served, "/api/v2/stocks/instruments/list-symbols", include_delisted="true"
+    ).json()["symbols"]
+    assert listed == sorted(s for s in STOCKS if s != "GONE")
+    assert everything == sorted(STOCKS)
+    bad = get(served, "/api/v2/stocks/instruments/list-symbols", include_delisted="yes")
+    assert bad.status_code == 422
+    assert "'include_delisted'" in bad.json()["error"]
+
+
+def test_a_delisted_instrument_is_served_up_to_its_last_bar(served: ServedApi) -> None:
+    points = get(served, "/api/v2/stocks/technical-analysis/get-price-history/GONE").json()
+    assert points["price_history"][-1]["date"] == LAST_BAR["GONE"].isoformat()
+    card = get(served, "/api/v2/stocks/instruments/scorecard/GONE")
+    assert card.status_code == 200, card.text
+    assert card.json()["action"] == "Stay"

@@ -46,8 +46,8 @@ TOOL_OPERATIONS = {
 """The tools an agent is offered (the issue's list and a balance) and the operations they call."""
 
 CALLS: list[tuple[str, dict[str, Any], str, tuple[Any, ...], dict[str, Any]]] = [
-    ("list_instruments", {"market": "stocks"}, "list_symbols", ("stocks",), {"limit": 100, "skip": 0}),
-    ("search_instruments", {"query": "eth"}, "search_instruments", ("crypto", "eth"), {}),
+    ("list_instruments", {"market": "stocks"}, "list_symbols", ("stocks",), {"limit": 100, "skip": 0, "include_delisted": False}),
+    ("search_instruments", {"query": "eth"}, "search_instruments", ("crypto", "eth"), {"include_delisted": False}),
     ("instrument_scorecard", {"market": "forex", "symbol": "eurusd"}, "scorecard", ("forex", "eurusd"), {}),
     ("price_history", {"market": "crypto", "symbol": "BTC", "start": "2026-02-01", "end": "2026-02-10"},
      "get_price_history", ("crypto", "BTC"), {"limit": 90, "start": date(2026, 2, 1), "end": date(2026, 2, 10), "adjustment": "split"}),

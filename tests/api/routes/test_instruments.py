@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date
+
+import polars as pl
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from tests.api.routes.conftest import ClientFor, Warehouse
+from tests.api.routes.conftest import ClientFor, Warehouse, instruments_frame
 
 Client = TestClient[Litestar]
 
@@ -128,3 +131,58 @@ def test_without_instruments_the_routes_answer_503_with_retry_after(
     assert response.status_code == 503
     assert "Retry-After" in response.headers
     assert set(response.json()) == {"error"}
+
+
+def delisting(symbol: str, day: str) -> dict[str, object]:
+    return {
+        "market": "crypto",
+        "symbol": symbol,
+        "date": date.fromisoformat(day),
+        "kind": "delisting",
+        "ratio": None,
+        "amount": None,
+        "reason": "acquired",
+        "source": "file_drop",
+    }
+
+
+@pytest.fixture
+def delisted_api(warehouse: Warehouse, client_for: ClientFor) -> Client:
+    """ETH delisted long ago, SOL's delisting announced for a day still to come."""
+    actions = pl.DataFrame(
+        [delisting("ETH", "2020-01-02"), delisting("SOL", "2999-01-01")],
+        schema_overrides={"ratio": pl.Float64, "amount": pl.Float64},
+    )
+    warehouse.publish(instruments=instruments_frame(), corporate_actions=actions)
+    return client_for()
+
+
+def test_list_symbols_leaves_out_what_was_delisted_by_the_day(delisted_api: Client) -> None:
+    """decisions.md, Corporate actions: the instruments listed at the time; SOL still trades."""
+    listed = delisted_api.get("/api/v2/crypto/instruments/list-symbols").json()["symbols"]
+    assert listed == ["ADA", "BCH", "BTC", "BTCB", "SOL", "WBTC", "XBT"]
+
+
+def test_include_delisted_lists_every_instrument(delisted_api: Client) -> None:
+    url = "/api/v2/crypto/instruments/list-symbols?include_delisted=true"
+    assert "ETH" in delisted_api.get(url).json()["symbols"]
+    same = delisted_api.get(url.replace("true", "false")).json()["symbols"]
+    assert "ETH" not in same
+
+
+def test_search_finds_a_delisted_instrument_only_when_asked(delisted_api: Client) -> None:
+    url = "/api/v2/crypto/instruments/search-instruments/ethereum"
+    assert delisted_api.get(url).json() == {"instruments": []}
+    found = delisted_api.get(f"{url}?include_delisted=true").json()["instruments"]
+    assert [i["symbol"] for i in found] == ["ETH"]
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "True", ""])
+def test_include_delisted_is_true_or_false(delisted_api: Client, value: str) -> None:
+    response = delisted_api.get(f"/api/v2/crypto/instruments/list-symbols?include_delisted={value}")
+    assert response.status_code == 422
+    assert "'include_delisted'" in response.json()["error"]
+
+
+def test_a_delisted_instrument_still_answers_its_own_routes(delisted_api: Client) -> None:
+    assert delisted_api.get("/api/v2/crypto/instruments/get-detail/eth").status_code == 200

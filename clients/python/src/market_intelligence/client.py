@@ -185,11 +185,18 @@ class Client(_Settings):
                 return core.outcome(call, response)
         raise AssertionError("unreachable: stamina re-raises the last failure")
 
-    def iter_symbols(self, market: Market, *, page_size: int = SYMBOLS_PAGE_MAX) -> Iterator[str]:
+    def iter_symbols(
+        self,
+        market: Market,
+        *,
+        page_size: int = SYMBOLS_PAGE_MAX,
+        include_delisted: bool | None = None,
+    ) -> Iterator[str]:
         """Every symbol of the market, a page of list-symbols at a time."""
         size, skip = _page_size(page_size, SYMBOLS_PAGE_MAX), 0
         while True:
-            page = self.list_symbols(market, limit=size, skip=skip).symbols
+            call = routes.list_symbols(market, size, skip, include_delisted)
+            page = self._send(call).symbols
             yield from page
             if len(page) < size:
                 return
@@ -246,10 +253,16 @@ class Client(_Settings):
         return self._send(routes.data_status(market, start, end))
 
     def list_symbols(
-        self, market: Market, *, limit: int | None = None, skip: int | None = None
+        self,
+        market: Market,
+        *,
+        limit: int | None = None,
+        skip: int | None = None,
+        include_delisted: bool | None = None,
     ) -> SymbolList:
-        """One page of a market's symbols (limit 1..1000, default 100)."""
-        return self._send(routes.list_symbols(market, limit, skip))
+        """One page of a market's symbols listed today (limit 1..1000, default 100); with
+        `include_delisted`, the delisted ones too."""
+        return self._send(routes.list_symbols(market, limit, skip, include_delisted))
 
     def get_corporate_actions(
         self, market: Market, symbol: str, *, start: date | None = None, end: date | None = None
@@ -262,9 +275,12 @@ class Client(_Settings):
         """An instrument's name and logo (crypto only)."""
         return self._send(routes.get_detail(market, symbol))
 
-    def search_instruments(self, market: Market, query: str) -> InstrumentSearch:
-        """At most 5 instruments matching `query` by symbol or name (crypto only)."""
-        return self._send(routes.search_instruments(market, query))
+    def search_instruments(
+        self, market: Market, query: str, *, include_delisted: bool | None = None
+    ) -> InstrumentSearch:
+        """At most 5 instruments listed today matching `query` by symbol or name (crypto only);
+        with `include_delisted`, among the delisted ones too."""
+        return self._send(routes.search_instruments(market, query, include_delisted))
 
     def scorecard(self, market: Market, symbol: str) -> Scorecard:
         """The instrument's technical scorecard."""
@@ -488,12 +504,17 @@ class AsyncClient(_Settings):
         raise AssertionError("unreachable: stamina re-raises the last failure")
 
     async def iter_symbols(
-        self, market: Market, *, page_size: int = SYMBOLS_PAGE_MAX
+        self,
+        market: Market,
+        *,
+        page_size: int = SYMBOLS_PAGE_MAX,
+        include_delisted: bool | None = None,
     ) -> AsyncIterator[str]:
         """Every symbol of the market, a page of list-symbols at a time."""
         size, skip = _page_size(page_size, SYMBOLS_PAGE_MAX), 0
         while True:
-            page = (await self.list_symbols(market, limit=size, skip=skip)).symbols
+            call = routes.list_symbols(market, size, skip, include_delisted)
+            page = (await self._send(call)).symbols
             for symbol in page:
                 yield symbol
             if len(page) < size:
@@ -552,10 +573,16 @@ class AsyncClient(_Settings):
         return await self._send(routes.data_status(market, start, end))
 
     async def list_symbols(
-        self, market: Market, *, limit: int | None = None, skip: int | None = None
+        self,
+        market: Market,
+        *,
+        limit: int | None = None,
+        skip: int | None = None,
+        include_delisted: bool | None = None,
     ) -> SymbolList:
-        """One page of a market's symbols (limit 1..1000, default 100)."""
-        return await self._send(routes.list_symbols(market, limit, skip))
+        """One page of a market's symbols listed today (limit 1..1000, default 100); with
+        `include_delisted`, the delisted ones too."""
+        return await self._send(routes.list_symbols(market, limit, skip, include_delisted))
 
     async def get_corporate_actions(
         self, market: Market, symbol: str, *, start: date | None = None, end: date | None = None
@@ -568,9 +595,12 @@ class AsyncClient(_Settings):
         """An instrument's name and logo (crypto only)."""
         return await self._send(routes.get_detail(market, symbol))
 
-    async def search_instruments(self, market: Market, query: str) -> InstrumentSearch:
-        """At most 5 instruments matching `query` by symbol or name (crypto only)."""
-        return await self._send(routes.search_instruments(market, query))
+    async def search_instruments(
+        self, market: Market, query: str, *, include_delisted: bool | None = None
+    ) -> InstrumentSearch:
+        """At most 5 instruments listed today matching `query` by symbol or name (crypto only);
+        with `include_delisted`, among the delisted ones too."""
+        return await self._send(routes.search_instruments(market, query, include_delisted))
 
     async def scorecard(self, market: Market, symbol: str) -> Scorecard:
         """The instrument's technical scorecard."""

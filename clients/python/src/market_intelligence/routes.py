@@ -157,18 +157,27 @@ def get_corporate_actions(
     return Call(path, CorporateActionList, _query(**days))
 
 
-def list_symbols(market: Market, limit: int | None, skip: int | None) -> Call[SymbolList]:
+def _flag(value: bool | None) -> str | None:
+    return None if value is None else str(value).lower()
+
+
+def list_symbols(
+    market: Market, limit: int | None, skip: int | None, include_delisted: bool | None = None
+) -> Call[SymbolList]:
     path = market_route(market, "instruments", "list-symbols")
-    return Call(path, SymbolList, _query(limit=limit, skip=skip))
+    query = _query(limit=limit, skip=skip, include_delisted=_flag(include_delisted))
+    return Call(path, SymbolList, query)
 
 
 def get_detail(market: Market, symbol: str) -> Call[Instrument]:
     return Call(market_route(market, "instruments", "get-detail", symbol), Instrument)
 
 
-def search_instruments(market: Market, query: str) -> Call[InstrumentSearch]:
+def search_instruments(
+    market: Market, query: str, include_delisted: bool | None = None
+) -> Call[InstrumentSearch]:
     path = market_route(market, "instruments", "search-instruments", query)
-    return Call(path, InstrumentSearch)
+    return Call(path, InstrumentSearch, _query(include_delisted=_flag(include_delisted)))
 
 
 def scorecard(market: Market, symbol: str) -> Call[Scorecard]:
