@@ -14,9 +14,11 @@ from pipelines.catalog import (
     DAILY_PRICES,
     INDICATOR_SNAPSHOTS,
     INSTRUMENTS,
+    PRICE_ADJUSTMENTS,
     TREND_SEGMENTS,
     Table,
 )
+from pipelines.catalog.adjustments import adjusted
 from pipelines.catalog.newsroom import (
     BRIEFS,
     INSTRUMENT_ANALYSES,
@@ -47,6 +49,7 @@ ANALYSES_KEY = dg.AssetKey(INSTRUMENT_ANALYSES.name)
 SUMMARIES_KEY = dg.AssetKey(MARKET_SUMMARIES.name)
 ANALYSIS_INPUTS = (
     "daily_prices",
+    "price_adjustments",
     "instruments",
     "indicator_snapshots",
     "trend_segments",
@@ -314,8 +317,9 @@ def newsroom_texts(written: list[Any]) -> list[tuple[str, str]]:
 
 
 def analysis_inputs(tx: RunTransaction, market: str) -> tuple[pl.DataFrame, ...]:
-    """What an analysis cites, read narrowly: the last 31 days of prices, the periods the facts
-    use, running trends, current actions and the last week of briefs (for an analysed market)."""
+    """What an analysis cites, read narrowly: the last 31 days of prices (split-adjusted), the
+    periods the facts use, running trends, current actions and the last week of briefs (for an
+    analysed market)."""
     if market not in analyses.ANALYSED_MARKETS:
         empty = (
             DAILY_PRICES,
@@ -337,8 +341,10 @@ def analysis_inputs(tx: RunTransaction, market: str) -> tuple[pl.DataFrame, ...]
     periods = [RSI_PERIOD, *SMA_PERIODS]
     briefs = lazy(BRIEFS)
     week = pl.col("date") >= (newest - timedelta(days=WEEK_DAYS + 1)) if newest else pl.lit(True)
+    # The moves an analysis cites are the split-adjusted series', as every other figure is.
+    month = prices.filter(recent).collect().sort("symbol", "date")
     return (
-        prices.filter(recent).collect(),
+        adjusted(month, stored_rows(tx, PRICE_ADJUSTMENTS, market)),
         stored_rows(tx, INSTRUMENTS, market),
         lazy(INDICATOR_SNAPSHOTS).filter(pl.col("period").is_in(periods)).collect(),
         lazy(TREND_SEGMENTS).filter("is_running").collect(),
