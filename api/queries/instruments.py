@@ -24,6 +24,12 @@ def delistings(snapshot: WarehouseSnapshot) -> pl.DataFrame:
     return snapshot.query(sql)
 
 
+def adjusted_symbols(snapshot: WarehouseSnapshot) -> pl.DataFrame:
+    """market, symbol of every symbol with an adjustment row (a split or a dividend among its
+    bars), blocking as `instrument_list`."""
+    return snapshot.query("SELECT DISTINCT market, symbol FROM price_adjustments")
+
+
 async def scorecard(snapshot: WarehouseSnapshot, market: str, symbol: str) -> Row | None:
     """The scorecard row of `symbol` (upper case) in `market`."""
     sql = "SELECT * FROM scorecards WHERE market = ? AND upper(symbol) = ? LIMIT 1"

@@ -17,7 +17,7 @@ from api.dependencies import take_snapshot as take_snapshot
 from api.errors import NotFound, TableMissing
 from api.params import POINT_IN_TIME
 from api.queries import Row as Row  # for the controllers
-from api.queries.instruments import delistings, instrument_list
+from api.queries.instruments import adjusted_symbols, delistings, instrument_list
 from api.schemas import Instrument, Wire
 from api.warehouse import WarehouseSnapshot
 from pipelines.catalog import MARKETS
@@ -106,6 +106,26 @@ async def delisting_index(snapshot: WarehouseSnapshot) -> DelistingIndex:
         return index
 
     return await cache_for(snapshot).memo(DELISTING_INDEX, load)
+
+
+ADJUSTED_INDEX = "adjusted-index"
+
+
+async def adjusted_index(snapshot: WarehouseSnapshot) -> dict[str, frozenset[str]]:
+    """Per market, the symbols whose series an adjustment changes (those with a split or a
+    dividend among their bars), read once per data version: every other symbol's adjusted series
+    is its traded one, bit for bit, and is served without the join (about 2 ms a query)."""
+
+    async def load() -> dict[str, frozenset[str]]:
+        if "price_adjustments" not in snapshot.manifest.tables:
+            return {}
+        frame = await anyio.to_thread.run_sync(adjusted_symbols, snapshot)
+        found: dict[str, set[str]] = {}
+        for market, symbol in frame.iter_rows():
+            found.setdefault(market, set()).add(symbol)
+        return {market: frozenset(symbols) for market, symbols in found.items()}
+
+    return await cache_for(snapshot).memo(ADJUSTED_INDEX, load)
 
 
 def listed_at(

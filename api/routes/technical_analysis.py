@@ -22,6 +22,7 @@ from api.responses import serve
 from api.routes.common import (
     DATA_ROUTES,
     Row,
+    adjusted_index,
     instrument_served,
     iso_date,
     market_of,
@@ -124,9 +125,12 @@ class TechnicalAnalysisController(Controller):
             raise InvalidParameter("from", "must not be later than 'to'")
         found = await instrument_served(snapshot, market, symbol, "daily_prices")
 
+        changed = found.symbol in (await adjusted_index(snapshot)).get(market, ())
+        series = adjustment if changed else "raw"
+
         async def build() -> PriceHistory:
             found_rows = await queries.price_points(
-                snapshot, market, found.symbol, adjustment, start_ms, end_ms, limit
+                snapshot, market, found.symbol, series, start_ms, end_ms, limit
             )
             return price_points(found_rows)
 
