@@ -14,12 +14,15 @@ def instrument_list(snapshot: WarehouseSnapshot) -> pl.DataFrame:
     return snapshot.query("SELECT market, symbol, name, logo FROM instruments")
 
 
-def delistings(snapshot: WarehouseSnapshot) -> pl.DataFrame:
-    """market, symbol, date of every instrument's delisting (its first, should a source report
-    two), blocking as `instrument_list`."""
+def listing_days(snapshot: WarehouseSnapshot) -> pl.DataFrame:
+    """market, symbol, listed (its listing's day) and delisted (its delisting's day), each the
+    first a source reports or null, of every instrument with either, blocking as
+    `instrument_list`."""
     sql = (
-        "SELECT market, upper(symbol) AS symbol, min(date) AS date FROM corporate_actions "
-        "WHERE kind = 'delisting' GROUP BY ALL"
+        "SELECT market, upper(symbol) AS symbol, "
+        "min(date) FILTER (WHERE kind = 'listing') AS listed, "
+        "min(date) FILTER (WHERE kind = 'delisting') AS delisted "
+        "FROM corporate_actions WHERE kind IN ('listing', 'delisting') GROUP BY ALL"
     )
     return snapshot.query(sql)
 

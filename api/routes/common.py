@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, TypeVar
 
@@ -17,7 +18,7 @@ from api.dependencies import take_snapshot as take_snapshot
 from api.errors import NotFound, TableMissing
 from api.params import POINT_IN_TIME
 from api.queries import Row as Row  # for the controllers
-from api.queries.instruments import adjusted_symbols, delistings, instrument_list
+from api.queries.instruments import adjusted_symbols, instrument_list, listing_days
 from api.schemas import Instrument, Wire
 from api.warehouse import WarehouseSnapshot
 from pipelines.catalog import MARKETS
@@ -87,25 +88,54 @@ def _read_instrument_index(snapshot: WarehouseSnapshot) -> InstrumentIndex:
     return index
 
 
-DELISTING_INDEX = "delisting-index"
-DelistingIndex = dict[str, dict[str, date]]
-"""market -> upper-case symbol -> the day of its delisting."""
+LISTING_INDEX = "listing-index"
 
 
-async def delisting_index(snapshot: WarehouseSnapshot) -> DelistingIndex:
-    """Every delisted instrument's day, per market, read once per data version (none while the
-    warehouse has no corporate actions table)."""
+@dataclass(frozen=True)
+class Listed:
+    """When an instrument traded: from its listing's day (None: always) to the day before its
+    delisting's (None: still)."""
 
-    async def load() -> DelistingIndex:
+    listed: date | None
+    delisted: date | None
+
+    def on(self, day: date) -> bool:
+        started = self.listed is None or self.listed <= day
+        return started and (self.delisted is None or day < self.delisted)
+
+    def changes(self) -> list[date]:
+        """The days on which its listing status changes."""
+        return [d for d in (self.listed, self.delisted) if d is not None]
+
+
+ListingIndex = dict[str, dict[str, Listed]]
+"""market -> upper-case symbol -> its listing span (instruments with a listing or delisting)."""
+
+
+async def listing_index(snapshot: WarehouseSnapshot) -> ListingIndex:
+    """Every listed or delisted instrument's span, per market, read once per data version (none
+    while the warehouse has no corporate actions table)."""
+
+    async def load() -> ListingIndex:
         if "corporate_actions" not in snapshot.manifest.tables:
             return {}
-        frame = await anyio.to_thread.run_sync(delistings, snapshot)
-        index: DelistingIndex = {}
-        for market, symbol, day in frame.iter_rows():
-            index.setdefault(market, {})[symbol] = day
+        frame = await anyio.to_thread.run_sync(listing_days, snapshot)
+        index: ListingIndex = {}
+        for market, symbol, listed, delisted in frame.iter_rows():
+            index.setdefault(market, {})[symbol] = Listed(listed, delisted)
         return index
 
-    return await cache_for(snapshot).memo(DELISTING_INDEX, load)
+    return await cache_for(snapshot).memo(LISTING_INDEX, load)
+
+
+def listed_at(
+    instruments: dict[str, Instrument], spans: dict[str, Listed], day: date, everything: bool
+) -> dict[str, Instrument]:
+    """decisions.md, Corporate actions: the instruments listed on `day` (not one delisted on it or
+    before, nor one listed after it), or with `everything` all of them."""
+    if everything or not spans:
+        return instruments
+    return {s: i for s, i in instruments.items() if s not in spans or spans[s].on(day)}
 
 
 ADJUSTED_INDEX = "adjusted-index"
@@ -126,16 +156,6 @@ async def adjusted_index(snapshot: WarehouseSnapshot) -> dict[str, frozenset[str
         return {market: frozenset(symbols) for market, symbols in found.items()}
 
     return await cache_for(snapshot).memo(ADJUSTED_INDEX, load)
-
-
-def listed_at(
-    instruments: dict[str, Instrument], delisted: dict[str, date], day: date, everything: bool
-) -> dict[str, Instrument]:
-    """decisions.md, Corporate actions: the instruments listed on `day` (those delisted on it or
-    before are not), or with `everything` all of them."""
-    if everything or not delisted:
-        return instruments
-    return {s: i for s, i in instruments.items() if not (s in delisted and delisted[s] <= day)}
 
 
 def prepare_snapshot(snapshot: WarehouseSnapshot) -> None:

@@ -16,11 +16,11 @@ from api.request_values import RequestValues
 from api.responses import serve
 from api.routes.common import (
     DATA_ROUTES,
-    delisting_index,
     instrument,
     instrument_index,
     instrument_served,
     listed_at,
+    listing_index,
     market_of,
     request_instant_ms,
     request_snapshot,
@@ -38,28 +38,26 @@ class Listing:
 
     instruments: dict[str, Instrument]
     effective: date | None
-    """The newest delisting on or before the request's day: the answer changes only when another
-    takes effect, so this (not the day) is part of the key."""
+    """The newest listing or delisting on or before the request's day: the answer changes only
+    when another takes effect, so this (not the day) is part of the key."""
     clocked: bool
-    """A delisting is still to come: the raw request's answer moves with the clock."""
+    """A listing or delisting is still to come: the raw request's answer moves with the clock."""
 
 
 async def listing(request: Request[Any, Any, Any], market: str) -> Listing:
     """decisions.md, Corporate actions: the market's instruments listed on the request's day (its
-    `as_of`'s, else today, UTC); with `include_delisted=true` the delisted ones too."""
+    `as_of`'s, else today, UTC); with `include_delisted=true` every one."""
     snapshot = request_snapshot(request)
     values = RequestValues.of(request.scope)
     everything = flag_param("include_delisted", values.text(INCLUDE_DELISTED))
     instruments = (await instrument_index(snapshot)).get(market, {})
-    delisted = (await delisting_index(snapshot)).get(market, {})
+    spans = (await listing_index(snapshot)).get(market, {})
     day = datetime.fromtimestamp(request_instant_ms(request) / 1000, UTC).date()
-    effective = (
-        None if everything else max((d for d in delisted.values() if d <= day), default=None)
-    )
+    changes = [] if everything else [d for span in spans.values() for d in span.changes()]
     return Listing(
-        listed_at(instruments, delisted, day, everything),
-        effective,
-        not everything and any(d > day for d in delisted.values()),
+        listed_at(instruments, spans, day, everything),
+        max((d for d in changes if d <= day), default=None),
+        any(d > day for d in changes),
     )
 
 
