@@ -367,6 +367,7 @@ def stage_days(
         condition.boundary_gaps(market, written, before),
         condition.stale_findings(market, stale, through),
         condition.move_findings(market, moves),
+        condition.dividend_findings(market, unpriced),
     )
     bars = stored.group_by("date").agg(bars=pl.len())
     rows = condition.price_days(market, bars, kept, through)

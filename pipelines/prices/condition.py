@@ -21,7 +21,8 @@ from pipelines.catalog.state import PRICE_FINDINGS
 FRESH = check_name(DAILY_PRICES.name, "fresh")
 GAP = check_name(DAILY_PRICES.name, "no_missing_trading_days")
 MOVES = check_name(DAILY_PRICES.name, "moves_explained")
-AFRESH = (FRESH, MOVES)
+UNPRICED = check_name(DAILY_PRICES.name, "dividends_priced")
+AFRESH = (FRESH, MOVES, UNPRICED)
 """Found afresh each run over the whole market: freshness (a property of the run's day) and
 unexplained moves (a corporate action reported later explains an old one)."""
 
@@ -79,6 +80,11 @@ def stale_findings(market: str, stale: pl.DataFrame, through: date) -> pl.DataFr
 def move_findings(market: str, moves: pl.DataFrame) -> pl.DataFrame:
     """Each unexplained move (`moves`: symbol, date) warns on its day."""
     return _finding(moves, market, MOVES, "WARN")
+
+
+def dividend_findings(market: str, unpriced: pl.DataFrame) -> pl.DataFrame:
+    """Each dividend that could not be priced (`unpriced`: symbol, date) warns on its ex-date."""
+    return _finding(unpriced, market, UNPRICED, "WARN")
 
 
 def last_trading_day(market: str, day: date) -> date:

@@ -134,3 +134,6 @@ def test_a_dividend_above_the_close_before_it_warns_and_adjusts_nothing(tmp_path
     assert priced.severity == dg.AssetCheckSeverity.WARN
     factors = warehouse.read(PRICE_ADJUSTMENTS, ["stocks"])
     assert factors.select("dividend_factor", "dividend").rows() == [(1.0, 0.0)]
+    days = warehouse.read(PRICE_DAYS, ["stocks"]).select("date", "warnings").rows()
+    flagged = {day for day, warnings in days if "daily_prices.dividends_priced" in warnings}
+    assert flagged == {date(2024, 1, 3)}  # data-status names the ex-date
