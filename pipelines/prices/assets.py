@@ -295,7 +295,11 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
                 metadata=row_counts(tx, PRICE_REJECTS.name, rejects.height),
             )
             budgets = {m: price_sources.freshness_days[m] for m in states}
-            gone = {r.market: _delisted(tx, r.market, days.through) for r in requests}
+            # One read of each market's actions serves the fresh check and the staged tables.
+            actions = {r.market: stored_rows(tx, CORPORATE_ACTIONS, r.market) for r in requests}
+            gone = {
+                m: _delisted(found_actions, days.through) for m, found_actions in actions.items()
+            }
             listed = {r.market: [s for s in r.symbols if s not in gone[r.market]] for r in requests}
             trading = {
                 m: state.filter(~pl.col("symbol").is_in(sorted(gone[m])))
@@ -303,7 +307,9 @@ def build_daily_prices(embedded: bool) -> dg.AssetsDefinition:
             }
             stale = stale_by_market(trading, days.through, budgets, listed)
             staged = [
-                stage_days(tx, r, found, before[r.market], stale[r.market], days.through)
+                stage_days(
+                    tx, r, found, before[r.market], stale[r.market], days.through, actions[r.market]
+                )
                 for r in results
             ]
             day_rows = sum(s.days for s in staged)
@@ -350,13 +356,14 @@ def stage_days(
     before: pl.DataFrame,
     stale: pl.DataFrame,
     through: date,
+    actions: pl.DataFrame,
 ) -> StagedDays:
-    """Stage one market's `price_findings`, `price_days` and `price_adjustments` after its bars."""
+    """Stage one market's `price_findings`, `price_days` and `price_adjustments` after its bars
+    (`actions`: the market's `corporate_actions` rows)."""
     market, written = result.market, found.written_from(result.market)
     carried = condition.carried_findings(
         stored_rows(tx, PRICE_FINDINGS, market), written, result.removed
     )
-    actions = stored_rows(tx, CORPORATE_ACTIONS, market)
     stored = _stored_closes(tx, market, actions)
     moves = _unexplained_moves(market, stored, actions)
     factors, unpriced = _adjustment_factors(stored, actions)
@@ -409,10 +416,9 @@ def _adjustment_factors(
     return adjustment_factors(adjusting, stored.filter(pl.col("symbol").is_in(wanted)))
 
 
-def _delisted(tx: RunTransaction, market: str, through: date) -> set[str]:
-    """The market's symbols delisted on or before the run's day: no bar is due from them, so the
-    fresh check leaves them out (their data stays, decisions.md, Corporate actions)."""
-    actions = stored_rows(tx, CORPORATE_ACTIONS, market)
+def _delisted(actions: pl.DataFrame, through: date) -> set[str]:
+    """The symbols of a market's `actions` delisted on or before the run's day: no bar is due from
+    them, so the fresh check leaves them out (their data stays, decisions.md, Corporate actions)."""
     gone = actions.filter((pl.col("kind") == "delisting") & (pl.col("date") <= through))
     return set(gone["symbol"].to_list())
 
