@@ -186,8 +186,9 @@ def test_search_finds_a_delisted_instrument_only_when_asked(delisted_api: Client
 
 
 @pytest.mark.parametrize("value", ["yes", "1", "True", ""])
-def test_include_delisted_is_true_or_false(delisted_api: Client, value: str) -> None:
-    response = delisted_api.get(f"/api/v2/crypto/instruments/list-symbols?include_delisted={value}")
+@pytest.mark.parametrize("route", ["list-symbols", "search-instruments/eth"])
+def test_include_delisted_is_true_or_false(delisted_api: Client, value: str, route: str) -> None:
+    response = delisted_api.get(f"/api/v2/crypto/instruments/{route}?include_delisted={value}")
     assert response.status_code == 422
     assert "'include_delisted'" in response.json()["error"]
 
